@@ -1,0 +1,308 @@
+// Package app wires memoryd's modules (the four gRPC services and the REST
+// edge) into one process according to --target, and runs their lifecycle:
+// start after dependencies, stop in reverse, drain on SIGTERM.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/grpcserver"
+	"github.com/garden-bloom/memory/pkg/healthcheck"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/telemetry"
+	"github.com/garden-bloom/memory/services/contextassembly"
+	"github.com/garden-bloom/memory/services/entitygraph"
+	"github.com/garden-bloom/memory/services/gateway"
+	"github.com/garden-bloom/memory/services/proposalapply"
+	"github.com/garden-bloom/memory/services/searchindex"
+)
+
+// Version is set at build time with -ldflags.
+var Version = "dev"
+
+// healthServiceNames maps each service module to its gRPC health name.
+var healthServiceNames = map[Module]string{
+	ModuleContextAssembly: contextassembly.Name,
+	ModuleSearchIndex:     searchindex.Name,
+	ModuleEntityGraph:     entitygraph.Name,
+	ModuleProposalApply:   proposalapply.Name,
+}
+
+// App is one memoryd process.
+type App struct {
+	cfg    *Config
+	flags  *flag.FlagSet
+	mods   Modules
+	logger *slog.Logger
+	tel    *telemetry.Telemetry
+
+	grpcSrv *grpcserver.Server
+	grpcLis net.Listener
+	httpSrv *http.Server
+	httpLis net.Listener
+	conns   map[string]*grpc.ClientConn
+}
+
+// New prepares every module of cfg's target and binds the listeners, so the
+// caller knows the real addresses (port 0 in tests) before Run.
+func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Logger) (_ *App, err error) {
+	mods, err := ParseTarget(cfg.Target)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, flags: flags, mods: mods, logger: logger, conns: map[string]*grpc.ClientConn{}}
+	defer func() {
+		if err != nil {
+			a.closeResources(context.Background())
+		}
+	}()
+
+	if a.tel, err = telemetry.Setup(ctx, telemetry.Config{
+		ServiceName: "memoryd", ServiceVersion: Version, Logger: logger,
+	}); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if err := os.MkdirAll(cfg.Storage.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("--data-dir: %w", err)
+	}
+	secret, err := auth.LoadOrCreateSecret(cfg.SecretPath())
+	if err != nil {
+		return nil, fmt.Errorf("auth secret: %w", err)
+	}
+	verifier, err := auth.NewVerifier(secret)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+
+	if mods.Has(ModuleProposalApply) {
+		// The write plane owns the canonical store, so it creates the
+		// embedded default on first start.
+		repo, err := memrepo.Init(ctx, cfg.Storage.RepoPath(), memrepo.InitOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("memory repo: %w", err)
+		}
+		head, _ := repo.Head(ctx)
+		logger.Info("memory repo ready", "path", cfg.Storage.RepoPath(), "head", head.String())
+		if _, err := blob.NewFS(cfg.Storage.ObjectsPath()); err != nil {
+			return nil, fmt.Errorf("object store: %w", err)
+		}
+	}
+
+	if err := a.setupGRPC(verifier); err != nil {
+		return nil, err
+	}
+	if err := a.setupHTTP(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// setupGRPC builds this process's gRPC server with the services it runs.
+func (a *App) setupGRPC(verifier *auth.Verifier) error {
+	var local []Module
+	for _, m := range ServiceModules {
+		if a.mods.Has(m) {
+			local = append(local, m)
+		}
+	}
+	if len(local) == 0 {
+		return nil // a gateway-only process serves no gRPC
+	}
+	a.grpcSrv = grpcserver.New(grpcserver.Options{
+		Name:               "memoryd",
+		Logger:             a.logger,
+		Telemetry:          a.tel,
+		MaxRecvMsgBytes:    a.cfg.Server.MaxRecvMsgBytes,
+		MaxSendMsgBytes:    a.cfg.Server.MaxSendMsgBytes,
+		UnaryInterceptors:  []grpc.UnaryServerInterceptor{auth.UnaryServerInterceptor(verifier, auth.DefaultSkip)},
+		StreamInterceptors: []grpc.StreamServerInterceptor{auth.StreamServerInterceptor(verifier, auth.DefaultSkip)},
+	})
+	g := a.grpcSrv.GRPC()
+	for _, m := range local {
+		switch m {
+		case ModuleContextAssembly:
+			contextassembly.New(a.logger).Register(g)
+		case ModuleSearchIndex:
+			searchindex.New(a.logger).Register(g)
+		case ModuleEntityGraph:
+			entitygraph.New(a.logger).Register(g)
+		case ModuleProposalApply:
+			proposalapply.New(a.logger).Register(g)
+		}
+		a.grpcSrv.SetServing(healthServiceNames[m])
+	}
+	lis, err := net.Listen("tcp", a.cfg.Server.GRPCAddr)
+	if err != nil {
+		return fmt.Errorf("--grpc-addr: %w", err)
+	}
+	a.grpcLis = lis
+	return nil
+}
+
+// serviceAddr is where module m is reached over gRPC: this process's own
+// listener when it runs m (the all-in-one still talks gRPC), else its peer.
+func (a *App) serviceAddr(m Module) string {
+	if a.mods.Has(m) {
+		return a.grpcLis.Addr().String()
+	}
+	return a.cfg.Peers.Addr(m)
+}
+
+// conn returns one shared client connection per address.
+func (a *App) conn(addr string) (*grpc.ClientConn, error) {
+	if c, ok := a.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := grpcserver.Dial(addr, a.tel)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	a.conns[addr] = c
+	return c, nil
+}
+
+// setupHTTP builds the HTTP listener: /health, /metrics, /status/config and,
+// for the gateway target, the REST edge.
+func (a *App) setupHTTP(ctx context.Context) error {
+	// /health reports every service this process runs or routes to.
+	var targets []healthcheck.Target
+	conns := map[Module]*grpc.ClientConn{}
+	for _, m := range ServiceModules {
+		if !a.mods.Has(m) && !a.mods.Has(ModuleGateway) {
+			continue
+		}
+		addr := a.serviceAddr(m)
+		c, err := a.conn(addr)
+		if err != nil {
+			return err
+		}
+		conns[m] = c
+		targets = append(targets, healthcheck.Target{Name: string(m), Service: healthServiceNames[m], Address: addr, Conn: c})
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /health", healthcheck.Handler(targets, 2*time.Second))
+	mux.Handle("GET /metrics", a.tel.MetricsHandler())
+	mux.HandleFunc("GET /status/config", a.serveConfig)
+	if a.mods.Has(ModuleGateway) {
+		gw, err := gateway.New(ctx, gateway.Conns{
+			ContextAssembly: conns[ModuleContextAssembly],
+			SearchIndex:     conns[ModuleSearchIndex],
+			EntityGraph:     conns[ModuleEntityGraph],
+			ProposalApply:   conns[ModuleProposalApply],
+		}, a.logger)
+		if err != nil {
+			return err
+		}
+		mux.Handle("/", gw)
+	}
+	lis, err := net.Listen("tcp", a.cfg.Server.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("--http-addr: %w", err)
+	}
+	a.httpLis = lis
+	a.httpSrv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+// serveConfig shows the effective configuration, secrets redacted.
+func (a *App) serveConfig(w http.ResponseWriter, _ *http.Request) {
+	var lines []string
+	a.flags.VisitAll(func(f *flag.Flag) {
+		v := f.Value.String()
+		if secretFlag(f.Name) && v != "" {
+			v = "<redacted>"
+		}
+		lines = append(lines, fmt.Sprintf("%s: %q", f.Name, v))
+	})
+	sort.Strings(lines)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintln(w, strings.Join(lines, "\n"))
+}
+
+// GRPCAddr is the bound gRPC address ("" when the process serves no gRPC).
+func (a *App) GRPCAddr() string {
+	if a.grpcLis == nil {
+		return ""
+	}
+	return a.grpcLis.Addr().String()
+}
+
+// HTTPAddr is the bound HTTP address.
+func (a *App) HTTPAddr() string { return a.httpLis.Addr().String() }
+
+// Run serves until ctx is cancelled (SIGTERM in main), then shuts down
+// gracefully: health NOT_SERVING, drain HTTP and gRPC, stop by the deadline.
+func (a *App) Run(ctx context.Context) error {
+	errc := make(chan error, 2)
+	if a.grpcSrv != nil {
+		go func() { errc <- a.grpcSrv.Serve(a.grpcLis) }()
+	}
+	go func() {
+		if err := a.httpSrv.Serve(a.httpLis); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	a.logger.Info("memoryd serving", "target", a.cfg.Target, "modules", fmt.Sprint(a.mods),
+		"grpc_addr", a.GRPCAddr(), "http_addr", a.HTTPAddr(), "version", Version)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		a.logger.Info("shutting down", "deadline", a.cfg.Server.ShutdownTimeout.String())
+	case runErr = <-errc:
+		a.logger.Error("server failed, shutting down", "err", runErr)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.Server.ShutdownTimeout)
+	defer cancel()
+	a.closeResources(sctx)
+	a.logger.Info("memoryd stopped")
+	return runErr
+}
+
+// closeResources stops servers (gRPC health flips first so balancers stop
+// sending), then closes client connections and flushes telemetry.
+func (a *App) closeResources(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if a.grpcSrv != nil {
+			a.grpcSrv.Shutdown(ctx)
+		} else if a.grpcLis != nil {
+			_ = a.grpcLis.Close()
+		}
+	}()
+	if a.httpSrv != nil {
+		if err := a.httpSrv.Shutdown(ctx); err != nil {
+			_ = a.httpSrv.Close()
+		}
+	} else if a.httpLis != nil {
+		_ = a.httpLis.Close()
+	}
+	<-done
+	for _, c := range a.conns {
+		_ = c.Close()
+	}
+	if a.tel != nil {
+		_ = a.tel.Shutdown(ctx)
+	}
+}

@@ -1,0 +1,270 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// EnvPrefix prefixes the environment variable of every flag:
+// --data-dir is MEMORYD_DATA_DIR.
+const EnvPrefix = "MEMORYD_"
+
+// Config is memoryd's whole configuration, one struct per concern.
+// Precedence: defaults < YAML file (--config) < environment < flags.
+type Config struct {
+	Target     string
+	ConfigFile string
+	LogLevel   string
+
+	Storage StorageConfig
+	Server  ServerConfig
+	Peers   PeersConfig
+	Auth    AuthConfig
+}
+
+// StorageConfig says where the embedded default keeps its state.
+type StorageConfig struct {
+	DataDir string
+}
+
+// RegisterFlags adds the storage flags.
+func (c *StorageConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory of the embedded default: memory.git, objects/, auth.secret")
+}
+
+// RepoPath is the canonical bare repository.
+func (c *StorageConfig) RepoPath() string { return filepath.Join(c.DataDir, "memory.git") }
+
+// ObjectsPath is the local object-store folder.
+func (c *StorageConfig) ObjectsPath() string { return filepath.Join(c.DataDir, "objects") }
+
+// Validate checks the storage flags.
+func (c *StorageConfig) Validate() error {
+	if strings.TrimSpace(c.DataDir) == "" {
+		return errors.New("--data-dir must not be empty")
+	}
+	return nil
+}
+
+// ServerConfig holds the listeners and their limits.
+type ServerConfig struct {
+	GRPCAddr        string
+	HTTPAddr        string
+	MaxRecvMsgBytes int
+	MaxSendMsgBytes int
+	ShutdownTimeout time.Duration
+}
+
+// RegisterFlags adds the server flags.
+func (c *ServerConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.GRPCAddr, "grpc-addr", "127.0.0.1:9090", "gRPC listen address of this process's services")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address: REST edge (gateway target), /health, /metrics, /status/config")
+	fs.IntVar(&c.MaxRecvMsgBytes, "grpc-max-recv-bytes", 8<<20, "largest gRPC request message accepted")
+	fs.IntVar(&c.MaxSendMsgBytes, "grpc-max-send-bytes", 16<<20, "largest gRPC response message sent")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight calls may drain on SIGTERM before they are cut")
+}
+
+// Validate checks the server flags.
+func (c *ServerConfig) Validate() error {
+	for name, addr := range map[string]string{"--grpc-addr": c.GRPCAddr, "--http-addr": c.HTTPAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("%s %q: %w", name, addr, err)
+		}
+	}
+	if c.MaxRecvMsgBytes <= 0 || c.MaxSendMsgBytes <= 0 {
+		return errors.New("--grpc-max-recv-bytes and --grpc-max-send-bytes must be positive")
+	}
+	if c.ShutdownTimeout <= 0 {
+		return errors.New("--shutdown-timeout must be positive")
+	}
+	return nil
+}
+
+// PeersConfig gives the gRPC addresses of services this process does not run
+// itself (split deployment). A service this process runs is reached through
+// its own --grpc-addr, still over gRPC.
+type PeersConfig struct {
+	ContextAssemblyAddr string
+	SearchIndexAddr     string
+	EntityGraphAddr     string
+	ProposalApplyAddr   string
+}
+
+// RegisterFlags adds the peer flags.
+func (c *PeersConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.ContextAssemblyAddr, "context-assembly-addr", "", "gRPC address of context-assembly when this process does not run it")
+	fs.StringVar(&c.SearchIndexAddr, "search-index-addr", "", "gRPC address of search-index when this process does not run it")
+	fs.StringVar(&c.EntityGraphAddr, "entity-graph-addr", "", "gRPC address of entity-graph when this process does not run it")
+	fs.StringVar(&c.ProposalApplyAddr, "proposal-apply-addr", "", "gRPC address of proposal-apply when this process does not run it")
+}
+
+// Addr returns the configured peer address of module m.
+func (c *PeersConfig) Addr(m Module) string {
+	switch m {
+	case ModuleContextAssembly:
+		return c.ContextAssemblyAddr
+	case ModuleSearchIndex:
+		return c.SearchIndexAddr
+	case ModuleEntityGraph:
+		return c.EntityGraphAddr
+	case ModuleProposalApply:
+		return c.ProposalApplyAddr
+	}
+	return ""
+}
+
+// AuthConfig configures bearer-token authentication.
+type AuthConfig struct {
+	SecretFile string
+}
+
+// RegisterFlags adds the auth flags.
+func (c *AuthConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.SecretFile, "auth-secret-file", "", "HS256 secret for bearer JWTs (default <data-dir>/auth.secret, generated with mode 0600 on first start)")
+}
+
+// SecretPath is the effective secret file.
+func (c *Config) SecretPath() string {
+	if c.Auth.SecretFile != "" {
+		return c.Auth.SecretFile
+	}
+	return filepath.Join(c.Storage.DataDir, "auth.secret")
+}
+
+// RegisterFlags adds every flag of the configuration to fs.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Target, "target", "all", "what this process runs: all | read | write | context-assembly | search-index | entity-graph | proposal-apply | gateway (comma lists allowed)")
+	fs.StringVar(&c.ConfigFile, "config", "", "YAML file whose keys are flag names (e.g. data-dir: /var/lib/memoryd)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug | info | warn | error")
+	c.Storage.RegisterFlags(fs)
+	c.Server.RegisterFlags(fs)
+	c.Peers.RegisterFlags(fs)
+	c.Auth.RegisterFlags(fs)
+}
+
+// Validate checks the whole configuration, including that every service the
+// REST edge routes to is either local or has a peer address.
+func (c *Config) Validate() error {
+	mods, err := ParseTarget(c.Target)
+	if err != nil {
+		return err
+	}
+	if err := c.Storage.Validate(); err != nil {
+		return err
+	}
+	if err := c.Server.Validate(); err != nil {
+		return err
+	}
+	if mods.Has(ModuleGateway) {
+		for _, m := range ServiceModules {
+			if !mods.Has(m) && c.Peers.Addr(m) == "" {
+				return fmt.Errorf("target %q serves the REST edge but not %s: set --%s-addr", c.Target, m, m)
+			}
+		}
+	}
+	return nil
+}
+
+// LoadConfig parses args with precedence defaults < YAML < env < flags.
+// lookupEnv is os.LookupEnv outside tests.
+func LoadConfig(args []string, lookupEnv func(string) (string, bool)) (*Config, *flag.FlagSet, error) {
+	cfg := &Config{}
+	fs := flag.NewFlagSet("memoryd", flag.ContinueOnError)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	setOnCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setOnCommandLine[f.Name] = true })
+
+	configFile := cfg.ConfigFile
+	if v, ok := lookupEnv(EnvName("config")); ok && !setOnCommandLine["config"] {
+		configFile = v
+	}
+	fromFile := map[string]string{}
+	if configFile != "" {
+		var err error
+		if fromFile, err = readYAMLFlags(configFile, fs); err != nil {
+			return nil, nil, err
+		}
+	}
+	// Each flag not given on the command line takes the environment's value,
+	// else the file's; each is set once, so list flags never double up.
+	var setErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if setOnCommandLine[f.Name] || setErr != nil {
+			return
+		}
+		v, ok := lookupEnv(EnvName(f.Name))
+		if !ok {
+			v, ok = fromFile[f.Name]
+		}
+		if ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				setErr = fmt.Errorf("%s: %w", f.Name, err)
+			}
+		}
+	})
+	if setErr != nil {
+		return nil, nil, setErr
+	}
+	return cfg, fs, cfg.Validate()
+}
+
+// EnvName is the environment variable of a flag.
+func EnvName(flagName string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// readYAMLFlags reads a flat YAML map of flag name to value; an unknown key is
+// an error so that a typo never silently falls back to a default.
+func readYAMLFlags(path string, fs *flag.FlagSet) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("--config %s: %w", path, err)
+	}
+	out := make(map[string]string, len(raw))
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "config" || fs.Lookup(k) == nil {
+			return nil, fmt.Errorf("--config %s: unknown key %q (keys are flag names)", path, k)
+		}
+		switch v := raw[k].(type) {
+		case map[string]any, []any:
+			return nil, fmt.Errorf("--config %s: key %q must be a scalar", path, k)
+		default:
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out, nil
+}
+
+// secretFlag reports flags whose values /status/config must not show.
+func secretFlag(name string) bool {
+	for _, s := range []string{"secret", "password", "credential", "token", "key"} {
+		if strings.Contains(name, s) {
+			return true
+		}
+	}
+	return false
+}

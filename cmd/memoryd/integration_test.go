@@ -1,0 +1,444 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/garden-bloom/memory/cmd/memoryd/app"
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/telemetry"
+)
+
+// memorydBin is the real binary, built once by TestMain.
+var memorydBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "memoryd-bin-")
+	if err != nil {
+		panic(err)
+	}
+	memorydBin = filepath.Join(dir, "memoryd")
+	build := exec.Command("go", "build", "-o", memorydBin, ".")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building memoryd:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// deployment is a running suite, however it is deployed: the same test body
+// runs against each (as etcd's tests/framework does).
+type deployment struct {
+	// grpcAddr maps each gRPC service name to the address serving it.
+	grpcAddr map[string]string
+	// processes maps each process's gRPC address to the services it should list.
+	processes map[string][]string
+	httpAddr  string
+	dataDir   string
+}
+
+var serviceNames = []string{
+	memoryv1.ContextAssemblyService_ServiceDesc.ServiceName,
+	memoryv1.SearchIndexService_ServiceDesc.ServiceName,
+	memoryv1.EntityGraphService_ServiceDesc.ServiceName,
+	memoryv1.ProposalApplyService_ServiceDesc.ServiceName,
+}
+
+var readServices = serviceNames[:3]
+
+func allAt(addr string) map[string]string {
+	m := map[string]string{}
+	for _, s := range serviceNames {
+		m[s] = addr
+	}
+	return m
+}
+
+// startInProcess runs --target=all inside the test process.
+func startInProcess(t *testing.T) *deployment {
+	dataDir := t.TempDir()
+	cfg, flags, err := app.LoadConfig([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"},
+		func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, cfg, flags, telemetry.NewLogger(io.Discard, 0))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("in-process memoryd did not stop")
+		}
+	})
+	return &deployment{
+		grpcAddr:  allAt(a.GRPCAddr()),
+		processes: map[string][]string{a.GRPCAddr(): serviceNames},
+		httpAddr:  a.HTTPAddr(), dataDir: dataDir,
+	}
+}
+
+// process is a running memoryd binary.
+type process struct {
+	grpcAddr, httpAddr string
+}
+
+// startBinary runs the real memoryd with args and waits for it to log its
+// addresses. At cleanup it sends SIGTERM and requires a clean exit.
+func startBinary(t *testing.T, dataDir string, args ...string) process {
+	t.Helper()
+	cmd := exec.Command(memorydBin, append([]string{"--data-dir", dataDir,
+		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+
+	var mu sync.Mutex
+	var logs strings.Builder
+	ready := make(chan process, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			mu.Lock()
+			logs.WriteString(line + "\n")
+			mu.Unlock()
+			var rec struct {
+				Msg      string `json:"msg"`
+				GRPCAddr string `json:"grpc_addr"`
+				HTTPAddr string `json:"http_addr"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "memoryd serving" {
+				ready <- process{grpcAddr: rec.GRPCAddr, httpAddr: rec.HTTPAddr}
+			}
+		}
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	dump := func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }
+
+	var p process
+	select {
+	case p = <-ready:
+	case err := <-exited:
+		t.Fatalf("memoryd %v exited before serving: %v\n%s", args, err, dump())
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("memoryd %v did not start\n%s", args, dump())
+	}
+	t.Cleanup(func() {
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		select {
+		case err := <-exited:
+			require.NoError(t, err, "memoryd %v should exit cleanly on SIGTERM\n%s", args, dump())
+			require.Contains(t, dump(), `"msg":"memoryd stopped"`)
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("memoryd %v did not stop on SIGTERM\n%s", args, dump())
+		}
+	})
+	return p
+}
+
+func startBinaryAll(t *testing.T) *deployment {
+	dataDir := t.TempDir()
+	p := startBinary(t, dataDir, "--target=all")
+	return &deployment{grpcAddr: allAt(p.grpcAddr), processes: map[string][]string{p.grpcAddr: serviceNames},
+		httpAddr: p.httpAddr, dataDir: dataDir}
+}
+
+// startSplit runs the write plane and the read plane as two processes; the
+// read process serves the REST edge and reaches proposal-apply over gRPC.
+func startSplit(t *testing.T) *deployment {
+	dataDir := t.TempDir()
+	w := startBinary(t, dataDir, "--target=write")
+	r := startBinary(t, dataDir, "--target=read", "--proposal-apply-addr", w.grpcAddr)
+	d := &deployment{grpcAddr: map[string]string{}, processes: map[string][]string{
+		r.grpcAddr: readServices,
+		w.grpcAddr: {memoryv1.ProposalApplyService_ServiceDesc.ServiceName},
+	}, httpAddr: r.httpAddr, dataDir: dataDir}
+	for _, s := range readServices {
+		d.grpcAddr[s] = r.grpcAddr
+	}
+	d.grpcAddr[memoryv1.ProposalApplyService_ServiceDesc.ServiceName] = w.grpcAddr
+	return d
+}
+
+func TestSuite(t *testing.T) {
+	for name, start := range map[string]func(*testing.T) *deployment{
+		"in-process all":    startInProcess,
+		"binary all":        startBinaryAll,
+		"binary read+write": startSplit,
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := start(t)
+			t.Run("embedded default", func(t *testing.T) { testEmbeddedDefault(t, d) })
+			t.Run("reflection", func(t *testing.T) { testReflection(t, d) })
+			t.Run("health", func(t *testing.T) { testHealth(t, d) })
+			t.Run("grpc auth", func(t *testing.T) { testGRPCAuth(t, d) })
+			t.Run("rest paths", func(t *testing.T) { testRESTPaths(t, d) })
+			t.Run("rest errors", func(t *testing.T) { testRESTErrors(t, d) })
+			t.Run("metrics and config", func(t *testing.T) { testOps(t, d) })
+		})
+	}
+}
+
+func token(t *testing.T, d *deployment, roles ...auth.Role) string {
+	t.Helper()
+	secret, err := auth.LoadSecret(filepath.Join(d.dataDir, "auth.secret"))
+	require.NoError(t, err)
+	s, err := auth.NewSigner(secret)
+	require.NoError(t, err)
+	tok, err := s.Mint("integration-test", roles, []string{"*"}, time.Hour)
+	require.NoError(t, err)
+	return tok
+}
+
+func dial(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func testEmbeddedDefault(t *testing.T, d *deployment) {
+	repo := filepath.Join(d.dataDir, "memory.git")
+	out, err := exec.Command("git", "--git-dir", repo, "log", "--format=%s", "main").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Equal(t, "init: memory monorepo layout\n", string(out))
+	out, err = exec.Command("git", "--git-dir", repo, "show", "main:README.md").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "memory/")
+	fi, err := os.Stat(filepath.Join(d.dataDir, "objects"))
+	require.NoError(t, err)
+	require.True(t, fi.IsDir())
+	fi, err = os.Stat(filepath.Join(d.dataDir, "auth.secret"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}
+
+func testReflection(t *testing.T, d *deployment) {
+	for addr, want := range d.processes {
+		stream, err := reflectionpb.NewServerReflectionClient(dial(t, addr)).ServerReflectionInfo(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, stream.Send(&reflectionpb.ServerReflectionRequest{
+			MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}))
+		resp, err := stream.Recv()
+		require.NoError(t, err)
+		var got []string
+		for _, s := range resp.GetListServicesResponse().GetService() {
+			got = append(got, s.GetName())
+		}
+		require.NoError(t, stream.CloseSend())
+		wantAll := append(slices.Clone(want), "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection")
+		for _, s := range wantAll {
+			require.Contains(t, got, s, "process %s", addr)
+		}
+		for _, s := range serviceNames {
+			if !slices.Contains(want, s) {
+				require.NotContains(t, got, s, "process %s must not run %s", addr, s)
+			}
+		}
+	}
+}
+
+func testHealth(t *testing.T, d *deployment) {
+	resp, err := http.Get("http://" + d.httpAddr + "/health")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var rep struct {
+		Status   string
+		Services map[string]struct{ Status, Address string }
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
+	require.Equal(t, "SERVING", rep.Status)
+	for _, name := range []string{"context-assembly", "search-index", "entity-graph", "proposal-apply"} {
+		require.Equal(t, "SERVING", rep.Services[name].Status, name)
+	}
+	require.Equal(t, d.grpcAddr[memoryv1.ProposalApplyService_ServiceDesc.ServiceName], rep.Services["proposal-apply"].Address)
+}
+
+func testGRPCAuth(t *testing.T, d *deployment) {
+	ca := memoryv1.NewContextAssemblyServiceClient(dial(t, d.grpcAddr[memoryv1.ContextAssemblyService_ServiceDesc.ServiceName]))
+	_, err := ca.ReadMemory(context.Background(), &memoryv1.ReadMemoryRequest{AgentId: "a"})
+	require.Equal(t, codes.Unauthenticated, status.Code(err))
+	require.Equal(t, "UNAUTHENTICATED", apierr.Info(err).GetReason())
+
+	bad := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer not-a-jwt")
+	_, err = ca.ReadMemory(bad, &memoryv1.ReadMemoryRequest{AgentId: "a"})
+	require.Equal(t, codes.Unauthenticated, status.Code(err))
+
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token(t, d, auth.RoleService))
+	_, err = ca.ReadMemory(ctx, &memoryv1.ReadMemoryRequest{AgentId: "a"})
+	require.Equal(t, codes.Unimplemented, status.Code(err))
+	require.Equal(t, "NOT_IMPLEMENTED", apierr.Info(err).GetReason())
+	require.Contains(t, status.Convert(err).Message(), "read-memory")
+
+	pa := memoryv1.NewProposalApplyServiceClient(dial(t, d.grpcAddr[memoryv1.ProposalApplyService_ServiceDesc.ServiceName]))
+	stream, err := pa.WatchCommits(ctx, &memoryv1.WatchCommitsRequest{})
+	require.NoError(t, err)
+	_, err = stream.Recv()
+	require.Equal(t, codes.Unimplemented, status.Code(err))
+	stream, err = pa.WatchCommits(context.Background(), &memoryv1.WatchCommitsRequest{})
+	require.NoError(t, err)
+	_, err = stream.Recv()
+	require.Equal(t, codes.Unauthenticated, status.Code(err))
+}
+
+// restError is the REST edge's JSON error body.
+type restError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Details []struct {
+		Type   string `json:"@type"`
+		Reason string `json:"reason"`
+		Domain string `json:"domain"`
+	} `json:"details"`
+}
+
+func call(t *testing.T, d *deployment, method, path, body, tok string) (int, restError, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+d.httpAddr+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var e restError
+	_ = json.Unmarshal(raw, &e)
+	return resp.StatusCode, e, string(raw)
+}
+
+// documentedPaths are the REST contract of issue #2 with the capability each
+// method's Unimplemented answer must name until its issue lands.
+var documentedPaths = []struct {
+	method, path, body, capability string
+}{
+	{"GET", "/memory/context?agent=curator&query_hint=minio&budget=1000", "", "context assembly"},
+	{"GET", "/memory/layer2?agent=curator", "", "Layer 2 reads"},
+	{"POST", "/memory/propose", `{"agentId":"curator","runId":"run_1","expectedVersion":3,"updates":[{"file":"facts.md","operation":"append","content":"- x","section":"Domain"}],"reasoning":"r","priority":"normal"}`, "propose-memory-update"},
+	{"GET", "/memory/search?q=minio&top_k=5&agent_id=curator&layer=1", "", "BM25 search"},
+	{"GET", "/entities/minio", "", "entity lookup"},
+	{"POST", "/memory/reindex", `{}`, "reindex"},
+	{"GET", "/memory/curator/read?mode=basic", "", "read-memory"},
+	{"GET", "/memory/curator/read?mode=wide&maxTokens=4000&includeFiles=snapshot.md", "", "read-memory"},
+	{"POST", "/memory/curator/propose", `{"run_id":"run_1","updates":[{"file":"open_loops.md","operation":"close","loop_id":"loop_001","resolution":"done"}],"entity_refs":["minio"],"priority":"high"}`, "propose-memory-update"},
+	{"GET", "/memory/curator/diff?from=HEAD~5&to=HEAD&files=facts.md", "", "memory-diff"},
+	{"POST", "/memory/curator/snapshot", `{"label":"pre-migration","includeRuns":false}`, "memory-snapshot"},
+	{"GET", "/proposals/proposal_1", "", "proposal lookup"},
+	{"GET", "/proposals?agent=curator&status=pending", "", "proposal listing"},
+	{"POST", "/proposals/proposal_1:approve", `{}`, "proposal approval"},
+	{"POST", "/proposals/proposal_1:reject", `{"reason":"no"}`, "proposal rejection"},
+	{"POST", "/proposals/proposal_1:retry", `{}`, "proposal retry"},
+}
+
+func testRESTPaths(t *testing.T, d *deployment) {
+	tok := token(t, d, auth.RoleAdmin, auth.RoleReviewer, auth.RoleService)
+	for _, p := range documentedPaths {
+		t.Run(p.method+" "+p.path, func(t *testing.T) {
+			code, e, raw := call(t, d, p.method, p.path, p.body, tok)
+			require.Equal(t, http.StatusNotImplemented, code, raw)
+			require.Equal(t, int(codes.Unimplemented), e.Code, raw)
+			require.Contains(t, e.Message, p.capability, raw)
+			require.NotEmpty(t, e.Details, raw)
+			require.Equal(t, "NOT_IMPLEMENTED", e.Details[0].Reason, raw)
+			require.Equal(t, apierr.Domain, e.Details[0].Domain, raw)
+
+			code, e, raw = call(t, d, p.method, p.path, p.body, "")
+			require.Equal(t, http.StatusUnauthorized, code, raw)
+			require.Equal(t, int(codes.Unauthenticated), e.Code, raw)
+		})
+	}
+}
+
+func testRESTErrors(t *testing.T, d *deployment) {
+	tok := token(t, d, auth.RoleAdmin)
+	tests := []struct {
+		name, method, path, body, tok string
+		want                          int
+	}{
+		{"unknown path", "GET", "/nope", "", tok, http.StatusNotFound},
+		{"unknown enum in query", "GET", "/proposals?status=bogus", "", tok, http.StatusBadRequest},
+		{"unknown enum in body", "POST", "/memory/propose", `{"priority":"urgent"}`, tok, http.StatusBadRequest},
+		{"malformed json", "POST", "/memory/propose", `{"agentId":`, tok, http.StatusBadRequest},
+		{"expired token", "GET", "/memory/curator/read", "", expiredToken(t, d), http.StatusUnauthorized},
+		{"forged token", "GET", "/memory/curator/read", "", tok[:len(tok)-4] + "AAAA", http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, raw := call(t, d, tt.method, tt.path, tt.body, tt.tok)
+			require.Equal(t, tt.want, code, raw)
+		})
+	}
+}
+
+func expiredToken(t *testing.T, d *deployment) string {
+	secret, err := auth.LoadSecret(filepath.Join(d.dataDir, "auth.secret"))
+	require.NoError(t, err)
+	s, err := auth.NewSigner(secret, auth.WithSignerClock(func() time.Time { return time.Now().Add(-3 * time.Hour) }))
+	require.NoError(t, err)
+	tok, err := s.Mint("old", []auth.Role{auth.RoleAdmin}, []string{"*"}, time.Hour)
+	require.NoError(t, err)
+	return tok
+}
+
+func testOps(t *testing.T, d *deployment) {
+	// One authenticated call first, so server metrics exist.
+	code, _, _ := call(t, d, "GET", "/memory/curator/read", "", token(t, d, auth.RoleService))
+	require.Equal(t, http.StatusNotImplemented, code)
+
+	resp, err := http.Get("http://" + d.httpAddr + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "rpc_server")
+	require.Contains(t, string(body), "go_goroutines")
+
+	resp, err = http.Get("http://" + d.httpAddr + "/status/config")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), `data-dir: "`+d.dataDir+`"`)
+}

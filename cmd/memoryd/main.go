@@ -1,0 +1,70 @@
+// Command memoryd runs Garden Bloom Memory: the four gRPC services and the
+// REST edge, all in one process (--target=all) or one target per process.
+//
+//	memoryd [flags]                  serve (see --help)
+//	memoryd token --sub S --role R   print a bearer token
+//	memoryd version                  print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/garden-bloom/memory/cmd/memoryd/app"
+	"github.com/garden-bloom/memory/pkg/telemetry"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "token":
+			return exitCode(app.TokenCommand(args[1:], os.LookupEnv, stdout), stderr)
+		case "version":
+			fmt.Fprintln(stdout, app.Version)
+			return 0
+		}
+	}
+	return exitCode(serve(args, stderr), stderr)
+}
+
+func serve(args []string, stderr io.Writer) error {
+	cfg, flags, err := app.LoadConfig(args, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	level, err := telemetry.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	logger := telemetry.NewLogger(stderr, level)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	a, err := app.New(ctx, cfg, flags, logger)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintln(stderr, "memoryd:", err)
+		return 1
+	}
+}

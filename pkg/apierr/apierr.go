@@ -1,0 +1,63 @@
+// Package apierr builds the API's error statuses: a canonical gRPC code plus a
+// google.rpc.ErrorInfo detail whose reason comes from the ErrorReason enum of
+// the public contract, so clients (and the REST edge) can branch on reasons
+// rather than on message text.
+package apierr
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+)
+
+// Domain is the ErrorInfo domain of every error this API returns.
+const Domain = "memory.gardenbloom.dev"
+
+// ReasonString is the published reason string of r: the enum value name
+// without its ERROR_REASON_ prefix, e.g. "VERSION_CONFLICT".
+func ReasonString(r memoryv1.ErrorReason) string {
+	return strings.TrimPrefix(r.String(), "ERROR_REASON_")
+}
+
+// New returns a status error with code, message and an ErrorInfo carrying the
+// reason and metadata. The message must not leak internals.
+func New(code codes.Code, reason memoryv1.ErrorReason, msg string, metadata map[string]string) error {
+	st := status.New(code, msg)
+	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{
+		Reason:   ReasonString(reason),
+		Domain:   Domain,
+		Metadata: metadata,
+	})
+	if err != nil {
+		// Only fails if the detail cannot be marshalled, which ErrorInfo always can.
+		return st.Err()
+	}
+	return withInfo.Err()
+}
+
+// NotImplemented is the honest answer of a method whose capability a later
+// issue delivers: codes.Unimplemented (HTTP 501) naming the capability.
+func NotImplemented(capability string, issue int) error {
+	return New(codes.Unimplemented, memoryv1.ErrorReason_ERROR_REASON_NOT_IMPLEMENTED,
+		fmt.Sprintf("%s is not implemented yet (tracked in issue #%d)", capability, issue),
+		map[string]string{"capability": capability, "issue": fmt.Sprint(issue)})
+}
+
+// Info returns the ErrorInfo detail of err, or nil when it has none.
+func Info(err error) *errdetails.ErrorInfo {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info
+		}
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+// Package gateway is the gateway target: the REST edge. It translates the
+// documented REST paths into gRPC calls on the four services (grpc-gateway),
+// forwarding the caller's Authorization header so every service authenticates
+// and authorizes the real caller. It holds no credentials of its own.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/restjson"
+)
+
+// Conns are the gRPC connections to the services behind the edge.
+type Conns struct {
+	ContextAssembly *grpc.ClientConn
+	SearchIndex     *grpc.ClientConn
+	EntityGraph     *grpc.ClientConn
+	ProposalApply   *grpc.ClientConn
+}
+
+// New returns the REST handler for every documented path.
+func New(ctx context.Context, conns Conns, logger *slog.Logger) (http.Handler, error) {
+	mux := runtime.NewServeMux(restjson.ServeMuxOptions()...)
+	for name, register := range map[string]func() error{
+		"context-assembly": func() error {
+			return memoryv1.RegisterContextAssemblyServiceHandler(ctx, mux, conns.ContextAssembly)
+		},
+		"search-index": func() error { return memoryv1.RegisterSearchIndexServiceHandler(ctx, mux, conns.SearchIndex) },
+		"entity-graph": func() error { return memoryv1.RegisterEntityGraphServiceHandler(ctx, mux, conns.EntityGraph) },
+		"proposal-apply": func() error {
+			return memoryv1.RegisterProposalApplyServiceHandler(ctx, mux, conns.ProposalApply)
+		},
+	} {
+		if err := register(); err != nil {
+			return nil, fmt.Errorf("gateway: register %s: %w", name, err)
+		}
+	}
+	logger.Info("REST edge ready", "service", "gateway")
+	return mux, nil
+}
