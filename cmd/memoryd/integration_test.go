@@ -112,17 +112,12 @@ type process struct {
 	grpcAddr, httpAddr string
 }
 
-// startBinary runs the real memoryd with args and waits for it to log its
-// addresses. At cleanup it sends SIGTERM and requires a clean exit.
-func startBinary(t *testing.T, dataDir string, args ...string) process {
+// watchLogs collects a process's JSON log lines (for failure messages) and
+// reports its addresses once it logs "memoryd serving".
+func watchLogs(t *testing.T, cmd *exec.Cmd) (<-chan process, func() string) {
 	t.Helper()
-	cmd := exec.Command(memorydBin, append([]string{"--data-dir", dataDir,
-		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-
 	var mu sync.Mutex
 	var logs strings.Builder
 	ready := make(chan process, 1)
@@ -144,9 +139,20 @@ func startBinary(t *testing.T, dataDir string, args ...string) process {
 			}
 		}
 	}()
+	return ready, func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }
+}
+
+// startBinary runs the real memoryd with args and waits for it to log its
+// addresses. At cleanup it sends SIGTERM and requires a clean exit.
+func startBinary(t *testing.T, dataDir string, args ...string) process {
+	t.Helper()
+	cmd := exec.Command(memorydBin, append([]string{"--data-dir", dataDir,
+		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=")
+	ready, dump := watchLogs(t, cmd)
+	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	dump := func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }
 
 	var p process
 	select {
@@ -208,6 +214,7 @@ func TestSuite(t *testing.T) {
 			t.Run("health", func(t *testing.T) { testHealth(t, d) })
 			t.Run("grpc auth", func(t *testing.T) { testGRPCAuth(t, d) })
 			t.Run("rest paths", func(t *testing.T) { testRESTPaths(t, d) })
+			t.Run("rest proposal flow", func(t *testing.T) { testRESTProposalFlow(t, d) })
 			t.Run("rest errors", func(t *testing.T) { testRESTErrors(t, d) })
 			t.Run("metrics and config", func(t *testing.T) { testOps(t, d) })
 		})
@@ -308,14 +315,17 @@ func testGRPCAuth(t *testing.T, d *deployment) {
 	require.Contains(t, status.Convert(err).Message(), "read-memory")
 
 	pa := memoryv1.NewProposalApplyServiceClient(dial(t, d.grpcAddr[memoryv1.ProposalApplyService_ServiceDesc.ServiceName]))
-	stream, err := pa.WatchCommits(ctx, &memoryv1.WatchCommitsRequest{})
-	require.NoError(t, err)
-	_, err = stream.Recv()
-	require.Equal(t, codes.Unimplemented, status.Code(err))
-	stream, err = pa.WatchCommits(context.Background(), &memoryv1.WatchCommitsRequest{})
+	stream, err := pa.WatchCommits(context.Background(), &memoryv1.WatchCommitsRequest{})
 	require.NoError(t, err)
 	_, err = stream.Recv()
 	require.Equal(t, codes.Unauthenticated, status.Code(err))
+	// With a token the stream is accepted and waits for commits.
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	stream, err = pa.WatchCommits(wctx, &memoryv1.WatchCommitsRequest{})
+	require.NoError(t, err)
+	_, err = stream.Recv()
+	require.Equal(t, codes.DeadlineExceeded, status.Code(err))
 }
 
 // restError is the REST edge's JSON error body.
@@ -349,32 +359,25 @@ func call(t *testing.T, d *deployment, method, path, body, tok string) (int, res
 	return resp.StatusCode, e, string(raw)
 }
 
-// documentedPaths are the REST contract of issue #2 with the capability each
-// method's Unimplemented answer must name until its issue lands.
-var documentedPaths = []struct {
+// unimplementedPaths are documented REST paths whose capability a later
+// issue delivers; each must reach its gRPC method and say which capability.
+var unimplementedPaths = []struct {
 	method, path, body, capability string
 }{
 	{"GET", "/memory/context?agent=curator&query_hint=minio&budget=1000", "", "context assembly"},
 	{"GET", "/memory/layer2?agent=curator", "", "Layer 2 reads"},
-	{"POST", "/memory/propose", `{"agentId":"curator","runId":"run_1","expectedVersion":3,"updates":[{"file":"facts.md","operation":"append","content":"- x","section":"Domain"}],"reasoning":"r","priority":"normal"}`, "propose-memory-update"},
 	{"GET", "/memory/search?q=minio&top_k=5&agent_id=curator&layer=1", "", "BM25 search"},
 	{"GET", "/entities/minio", "", "entity lookup"},
 	{"POST", "/memory/reindex", `{}`, "reindex"},
 	{"GET", "/memory/curator/read?mode=basic", "", "read-memory"},
 	{"GET", "/memory/curator/read?mode=wide&maxTokens=4000&includeFiles=snapshot.md", "", "read-memory"},
-	{"POST", "/memory/curator/propose", `{"run_id":"run_1","updates":[{"file":"open_loops.md","operation":"close","loop_id":"loop_001","resolution":"done"}],"entity_refs":["minio"],"priority":"high"}`, "propose-memory-update"},
 	{"GET", "/memory/curator/diff?from=HEAD~5&to=HEAD&files=facts.md", "", "memory-diff"},
 	{"POST", "/memory/curator/snapshot", `{"label":"pre-migration","includeRuns":false}`, "memory-snapshot"},
-	{"GET", "/proposals/proposal_1", "", "proposal lookup"},
-	{"GET", "/proposals?agent=curator&status=pending", "", "proposal listing"},
-	{"POST", "/proposals/proposal_1:approve", `{}`, "proposal approval"},
-	{"POST", "/proposals/proposal_1:reject", `{"reason":"no"}`, "proposal rejection"},
-	{"POST", "/proposals/proposal_1:retry", `{}`, "proposal retry"},
 }
 
 func testRESTPaths(t *testing.T, d *deployment) {
 	tok := token(t, d, auth.RoleAdmin, auth.RoleReviewer, auth.RoleService)
-	for _, p := range documentedPaths {
+	for _, p := range unimplementedPaths {
 		t.Run(p.method+" "+p.path, func(t *testing.T) {
 			code, e, raw := call(t, d, p.method, p.path, p.body, tok)
 			require.Equal(t, http.StatusNotImplemented, code, raw)
@@ -400,6 +403,9 @@ func testRESTErrors(t *testing.T, d *deployment) {
 		{"unknown path", "GET", "/nope", "", tok, http.StatusNotFound},
 		{"unknown enum in query", "GET", "/proposals?status=bogus", "", tok, http.StatusBadRequest},
 		{"unknown enum in body", "POST", "/memory/propose", `{"priority":"urgent"}`, tok, http.StatusBadRequest},
+		{"invalid agent id", "POST", "/memory/Not_A_Slug/propose", `{"runId":"run_1","updates":[{"file":"facts.md","operation":"append","content":"- x"}]}`, tok, http.StatusBadRequest},
+		{"path traversal in file", "POST", "/memory/propose", `{"agentId":"a","runId":"run_1","updates":[{"file":"../b/facts.md","operation":"append","content":"- x"}]}`, tok, http.StatusBadRequest},
+		{"unknown proposal", "GET", "/proposals/proposal_nope", "", tok, http.StatusNotFound},
 		{"malformed json", "POST", "/memory/propose", `{"agentId":`, tok, http.StatusBadRequest},
 		{"expired token", "GET", "/memory/curator/read", "", expiredToken(t, d), http.StatusUnauthorized},
 		{"forged token", "GET", "/memory/curator/read", "", tok[:len(tok)-4] + "AAAA", http.StatusUnauthorized},
@@ -424,8 +430,8 @@ func expiredToken(t *testing.T, d *deployment) string {
 
 func testOps(t *testing.T, d *deployment) {
 	// One authenticated call first, so server metrics exist.
-	code, _, _ := call(t, d, "GET", "/memory/curator/read", "", token(t, d, auth.RoleService))
-	require.Equal(t, http.StatusNotImplemented, code)
+	code, _, raw := call(t, d, "GET", "/proposals?agent=curator", "", token(t, d, auth.RoleService))
+	require.Equal(t, http.StatusOK, code, raw)
 
 	resp, err := http.Get("http://" + d.httpAddr + "/metrics")
 	require.NoError(t, err)
@@ -441,4 +447,81 @@ func testOps(t *testing.T, d *deployment) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, string(body), `data-dir: "`+d.dataDir+`"`)
+}
+
+// jsonCall is call with a decoded JSON body.
+func jsonCall(t *testing.T, d *deployment, method, path, body, tok string) (int, map[string]any) {
+	t.Helper()
+	code, _, raw := call(t, d, method, path, body, tok)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(raw), &m), raw)
+	return code, m
+}
+
+// testRESTProposalFlow drives the write plane through the REST edge with the
+// specs' JSON: propose, read, list, approve, applied; conflicts; reject.
+func testRESTProposalFlow(t *testing.T, d *deployment) {
+	svc := token(t, d, auth.RoleService)
+	rev := token(t, d, auth.RoleReviewer)
+
+	code, resp := jsonCall(t, d, "POST", "/memory/propose", `{
+	  "agentId": "garden-bloom-curator", "runId": "run_def456", "expectedVersion": 0,
+	  "updates": [
+	    {"file": "facts.md", "operation": "append", "content": "- MinIO bucket mcpstorage підтримує versioning", "section": "Технічні знання"},
+	    {"file": "open_loops.md", "operation": "open", "content": "Confirm the proposal lifecycle"}
+	  ],
+	  "reasoning": "Виявлено нові технічні факти", "priority": "normal", "entity_refs": ["minio"]}`, svc)
+	require.Equal(t, http.StatusOK, code, resp)
+	require.Equal(t, "pending", resp["status"], "no auto-approve by default")
+	require.Equal(t, "garden-bloom-curator", resp["agentId"])
+	id, _ := resp["proposalId"].(string)
+	require.True(t, strings.HasPrefix(id, "proposal_"))
+	require.NotEmpty(t, resp["createdAt"])
+	require.Contains(t, resp["reviewUrl"], id)
+
+	code, got := jsonCall(t, d, "GET", "/proposals/"+id, "", svc)
+	require.Equal(t, http.StatusOK, code)
+	p := got["proposal"].(map[string]any)
+	require.Equal(t, "normal", p["priority"])
+	require.Equal(t, "awaiting_review", p["reason"])
+	require.Equal(t, "append", p["updates"].([]any)[0].(map[string]any)["operation"])
+	require.Equal(t, []any{"minio"}, p["entityRefs"])
+
+	code, list := jsonCall(t, d, "GET", "/proposals?agent=garden-bloom-curator&status=pending", "", rev)
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, list["proposals"], 1)
+
+	code, _ = jsonCall(t, d, "POST", "/proposals/"+id+":approve", `{}`, svc)
+	require.Equal(t, http.StatusForbidden, code, "approving needs a reviewer")
+	code, appr := jsonCall(t, d, "POST", "/proposals/"+id+":approve", `{"comment":"ok"}`, rev)
+	require.Equal(t, http.StatusOK, code, appr)
+	require.Eventually(t, func() bool {
+		_, got := jsonCall(t, d, "GET", "/proposals/"+id, "", svc)
+		return got["proposal"].(map[string]any)["status"] == "applied"
+	}, 20*time.Second, 10*time.Millisecond)
+	out, err := exec.Command("git", "--git-dir", filepath.Join(d.dataDir, "memory.git"), "log", "-1", "--format=%s", "main").CombinedOutput()
+	require.NoError(t, err)
+	require.Equal(t, "memory-update: garden-bloom-curator / run_def456 / "+id+"\n", string(out))
+
+	// A stale expectedVersion is rejected with the spec's conflict fields.
+	code, conflict := jsonCall(t, d, "POST", "/memory/garden-bloom-curator/propose",
+		`{"run_id":"run_x","expected_version":0,"updates":[{"file":"facts.md","operation":"append","content":"- y"}]}`, svc)
+	require.Equal(t, http.StatusOK, code, conflict)
+	require.Equal(t, "rejected", conflict["status"])
+	cp := conflict["proposal"].(map[string]any)
+	require.Equal(t, "version_conflict", cp["reason"])
+	require.Equal(t, float64(1), cp["currentVersion"])
+	require.Equal(t, float64(0), cp["expectedVersion"])
+	require.Equal(t, "retry_with_latest", cp["resolution"])
+
+	// Reject with a reason; retry only from failed.
+	_, second := jsonCall(t, d, "POST", "/memory/garden-bloom-curator/propose",
+		`{"runId":"run_y","updates":[{"file":"facts.md","operation":"append","content":"- z"}]}`, svc)
+	sid := second["proposalId"].(string)
+	code, _ = jsonCall(t, d, "POST", "/proposals/"+sid+":retry", `{}`, rev)
+	require.Equal(t, http.StatusBadRequest, code)
+	code, rj := jsonCall(t, d, "POST", "/proposals/"+sid+":reject", `{"reason":"duplicate"}`, rev)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "rejected", rj["proposal"].(map[string]any)["status"])
+	require.Equal(t, "reviewer_rejected", rj["proposal"].(map[string]any)["reason"])
 }

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -83,11 +84,17 @@ func (o InitOptions) withDefaults() InitOptions {
 	return o
 }
 
-// Repo is an opened memory monorepo. It is safe for concurrent reads; the
-// write path (added by later issues) is expected to serialise commits itself.
+// Repo is an opened memory monorepo. All methods are safe for concurrent
+// use; Commit calls are serialised by writeMu.
 type Repo struct {
 	path string
 	repo *git.Repository
+	// objs is the goroutine-safe object database used by the read and
+	// write planes (see objects.go for why not go-git's storage).
+	objs *objectStore
+	// writeMu serialises Commit (and RecoverStaleLock) within the process;
+	// other processes are serialised by git's ref lock file.
+	writeMu sync.Mutex
 }
 
 // Path returns the absolute path of the bare repository directory.
@@ -95,22 +102,20 @@ func (r *Repo) Path() string { return r.path }
 
 // Git exposes the underlying go-git repository for packages that build
 // commits or read trees. Callers must not create commits on MainBranch
-// except through the proposal-apply path.
+// except through Commit. Prefer the Repo read methods: a go-git Repository
+// is not safe for concurrent use and does not notice packs created after it
+// was opened (e.g. by git gc).
 func (r *Repo) Git() *git.Repository { return r.repo }
 
-// Head returns the commit hash refs/heads/main points to.
+// Head returns the commit hash refs/heads/main points to. It reads the ref
+// from disk on every call (loose file, else packed-refs, exactly as Commit's
+// compare-and-swap does), so commits pushed with the git binary are seen
+// immediately.
 func (r *Repo) Head(ctx context.Context) (plumbing.Hash, error) {
 	if err := ctx.Err(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	ref, err := r.repo.Reference(MainBranch, true)
-	if err != nil {
-		if errors.Is(err, plumbing.ErrReferenceNotFound) {
-			return plumbing.ZeroHash, fmt.Errorf("%w in %s", ErrNoMainBranch, r.path)
-		}
-		return plumbing.ZeroHash, fmt.Errorf("memrepo: resolve %s in %s: %w", MainBranch, r.path, err)
-	}
-	return ref.Hash(), nil
+	return r.readMain()
 }
 
 // Open opens an existing memory monorepo at path without writing anything.
@@ -149,7 +154,7 @@ func Open(path string) (*Repo, error) {
 	if !cfg.Core.IsBare {
 		return nil, fmt.Errorf("%w: %s (core.bare is not true)", ErrNotBare, abs)
 	}
-	r := &Repo{path: abs, repo: repo}
+	r := &Repo{path: abs, repo: repo, objs: newObjectStore(abs)}
 	if _, err := r.Head(context.Background()); err != nil {
 		return nil, err
 	}

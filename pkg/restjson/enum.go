@@ -180,3 +180,9 @@ func upperSnake(s string) string {
 	}
 	return b.String()
 }
+
+// EnumName is e's value in the REST form ("normal" for PRIORITY_NORMAL), for
+// logs, metrics labels and messages that should read like the API.
+func EnumName(e protoreflect.Enum) string {
+	return EnumValueToREST(e.Descriptor(), e.Number())
+}

@@ -2,10 +2,29 @@ package proposalapply
 
 import (
 	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
 
-	"github.com/garden-bloom/memory/pkg/apierr"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/authz"
+	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/proposalstore"
+	"github.com/garden-bloom/memory/pkg/restjson"
+)
+
+// Policy thresholds that send a proposal to a person (issue #3).
+const (
+	flagFactLines = 50
+	flagFiles     = 5
+	maxPageSize   = 500
 )
 
 // handler implements the gRPC methods; it stays thin and delegates to the Service.
@@ -14,39 +33,397 @@ type handler struct {
 	svc *Service
 }
 
-// Propose: propose-memory-update arrives with issue #3.
-func (h *handler) Propose(context.Context, *memoryv1.ProposeRequest) (*memoryv1.ProposeResponse, error) {
-	return nil, apierr.NotImplemented("propose-memory-update", 3)
+var (
+	proposeRoles = []auth.Role{auth.RoleAgent, auth.RoleService, auth.RoleAdmin}
+	reviewRoles  = []auth.Role{auth.RoleReviewer, auth.RoleAdmin}
+	readRoles    = []auth.Role{auth.RoleAgent, auth.RoleService, auth.RoleAdmin, auth.RoleReviewer}
+)
+
+func (h *handler) internal(err error, what string) error {
+	h.svc.logger.Error(what, "err", err)
+	return apierr.New(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE,
+		what+": storage unavailable, retry later", nil)
 }
 
-// GetProposal: proposal lookup arrives with issue #3.
-func (h *handler) GetProposal(context.Context, *memoryv1.GetProposalRequest) (*memoryv1.GetProposalResponse, error) {
-	return nil, apierr.NotImplemented("proposal lookup", 3)
+// Propose validates, decides review versus auto-approval, and stores the
+// proposal durably before answering.
+func (h *handler) Propose(ctx context.Context, req *memoryv1.ProposeRequest) (*memoryv1.ProposeResponse, error) {
+	s := h.svc
+	updates, err := validateProposal(req, s.counter, s.cfg.MaxUpdates)
+	if err != nil {
+		return nil, err
+	}
+	claims, err := authz.RequireAgent(ctx, req.GetAgentId(), proposeRoles...)
+	if err != nil {
+		return nil, err
+	}
+	head, meta, policy, err := s.headState(ctx, req.GetAgentId())
+	if err != nil {
+		return nil, h.internal(err, "reading the agent's memory")
+	}
+	now := s.now()
+	id := proposalstore.NewID(now)
+	p := &memoryv1.Proposal{
+		ProposalId: id, AgentId: req.GetAgentId(), RunId: memlayout.RunRef(req.GetRunId()),
+		ExpectedVersion: req.ExpectedVersion, Updates: updates, Reasoning: req.GetReasoning(),
+		Priority: req.GetPriority(), EntityRefs: req.GetEntityRefs(), IdempotencyKey: req.GetIdempotencyKey(),
+		ProposedBy: claims.Subject, ReviewUrl: s.cfg.ReviewURLBase + id,
+		CreatedAt: timestamppb.New(now), UpdatedAt: timestamppb.New(now),
+	}
+	if p.Priority == memoryv1.Priority_PRIORITY_UNSPECIFIED {
+		p.Priority = memoryv1.Priority_PRIORITY_NORMAL
+	}
+	p.Flags = reviewFlags(updates)
+	switch {
+	case p.ExpectedVersion != nil && p.GetExpectedVersion() != meta.Version:
+		p.Status, p.Reason = memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, memoryv1.StatusReason_STATUS_REASON_VERSION_CONFLICT
+		p.CurrentVersion, p.Resolution = meta.Version, "retry_with_latest"
+		p.Message = fmt.Sprintf("version_conflict: expected version %d, current version %d", p.GetExpectedVersion(), meta.Version)
+	case policy.AutoApprove && p.Priority == memoryv1.Priority_PRIORITY_NORMAL && len(p.Flags) == 0:
+		p.Status, p.AutoApproved = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED, true
+	case len(p.Flags) > 0:
+		p.Status, p.Reason = memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, memoryv1.StatusReason_STATUS_REASON_FLAGGED
+		p.Message = "flagged for a person: " + strings.Join(p.Flags, "; ")
+	default:
+		p.Status, p.Reason = memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, memoryv1.StatusReason_STATUS_REASON_AWAITING_REVIEW
+		if p.Priority == memoryv1.Priority_PRIORITY_HIGH {
+			p.Message = "high priority always waits for a person"
+		} else {
+			p.Message = "the agent's policy does not auto-approve"
+		}
+	}
+	rec, created, err := s.store.Create(ctx, &proposalstore.Record{Proposal: p, BaseCommit: head.String(), BaseVersion: meta.Version})
+	if err != nil {
+		return nil, h.internal(err, "storing the proposal")
+	}
+	if created {
+		s.metrics.proposedOne(ctx, p.Status)
+		s.logger.Info("proposal received", "proposal", id, "agent", p.AgentId, "run", p.RunId,
+			"status", p.Status.String(), "by", claims.Subject, "flags", len(p.Flags))
+		if p.Status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED {
+			s.engine.enqueue(p.AgentId, id)
+		}
+	}
+	return proposeResponse(rec.Proposal), nil
 }
 
-// ListProposals: proposal listing arrives with issue #3.
-func (h *handler) ListProposals(context.Context, *memoryv1.ListProposalsRequest) (*memoryv1.ListProposalsResponse, error) {
-	return nil, apierr.NotImplemented("proposal listing", 3)
+func proposeResponse(p *memoryv1.Proposal) *memoryv1.ProposeResponse {
+	return &memoryv1.ProposeResponse{
+		ProposalId: p.GetProposalId(), Status: p.GetStatus(), AgentId: p.GetAgentId(),
+		CreatedAt: p.GetCreatedAt(), ReviewUrl: p.GetReviewUrl(), Proposal: p,
+	}
 }
 
-// ApproveProposal: proposal approval arrives with issue #3.
-func (h *handler) ApproveProposal(context.Context, *memoryv1.ApproveProposalRequest) (*memoryv1.ApproveProposalResponse, error) {
-	return nil, apierr.NotImplemented("proposal approval", 3)
+// reviewFlags lists why a proposal needs a person whatever the policy says.
+func reviewFlags(updates []*memoryv1.FileUpdate) []string {
+	var flags []string
+	files := map[string]bool{}
+	factLines := 0
+	for _, u := range updates {
+		files[u.GetFile()] = true
+		if u.GetFile() == memlayout.FactsFile && u.GetOperation() == memoryv1.Operation_OPERATION_APPEND {
+			for _, l := range strings.Split(u.GetContent(), "\n") {
+				if strings.TrimSpace(l) != "" {
+					factLines++
+				}
+			}
+		}
+		if u.GetFile() == memlayout.PolicyFile {
+			flags = append(flags, "changes the agent's review policy")
+		}
+	}
+	if factLines > flagFactLines {
+		flags = append(flags, fmt.Sprintf("adds %d lines to facts.md (more than %d)", factLines, flagFactLines))
+	}
+	if len(files) > flagFiles {
+		flags = append(flags, fmt.Sprintf("touches %d files (more than %d)", len(files), flagFiles))
+	}
+	return flags
 }
 
-// RejectProposal: proposal rejection arrives with issue #3.
-func (h *handler) RejectProposal(context.Context, *memoryv1.RejectProposalRequest) (*memoryv1.RejectProposalResponse, error) {
-	return nil, apierr.NotImplemented("proposal rejection", 3)
+// proposal loads a proposal the caller may see; others' proposals read as
+// not found, so ids of other agents' proposals reveal nothing.
+func (h *handler) proposal(ctx context.Context, id string, roles ...auth.Role) (*proposalstore.Record, *auth.Claims, error) {
+	notFound := apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_PROPOSAL_NOT_FOUND,
+		fmt.Sprintf("proposal %q not found", truncate(id)), nil)
+	if _, err := authz.RequireRole(ctx, roles...); err != nil {
+		return nil, nil, err
+	}
+	rec, err := h.svc.store.Get(id)
+	if errors.Is(err, proposalstore.ErrNotFound) {
+		return nil, nil, notFound
+	}
+	if err != nil {
+		return nil, nil, h.internal(err, "reading the proposal")
+	}
+	claims, err := authz.RequireAgent(ctx, rec.Proposal.GetAgentId(), roles...)
+	if err != nil {
+		return nil, nil, notFound
+	}
+	return rec, claims, nil
 }
 
-// RetryProposal: proposal retry arrives with issue #3.
-func (h *handler) RetryProposal(context.Context, *memoryv1.RetryProposalRequest) (*memoryv1.RetryProposalResponse, error) {
-	return nil, apierr.NotImplemented("proposal retry", 3)
+// GetProposal returns one proposal.
+func (h *handler) GetProposal(ctx context.Context, req *memoryv1.GetProposalRequest) (*memoryv1.GetProposalResponse, error) {
+	rec, _, err := h.proposal(ctx, req.GetProposalId(), readRoles...)
+	if err != nil {
+		return nil, err
+	}
+	return &memoryv1.GetProposalResponse{Proposal: rec.Proposal}, nil
 }
 
-// GetAgentPolicy: agent write policy arrives with issue #3.
-func (h *handler) GetAgentPolicy(context.Context, *memoryv1.GetAgentPolicyRequest) (*memoryv1.GetAgentPolicyResponse, error) {
-	return nil, apierr.NotImplemented("agent write policy", 3)
+// ListProposals lists proposals newest first.
+func (h *handler) ListProposals(ctx context.Context, req *memoryv1.ListProposalsRequest) (*memoryv1.ListProposalsResponse, error) {
+	claims, err := authz.RequireRole(ctx, readRoles...)
+	if err != nil {
+		return nil, err
+	}
+	q := proposalstore.Query{Status: req.GetStatus(), PageSize: int(req.GetPageSize()), PageToken: req.GetPageToken()}
+	if req.GetPageSize() < 0 || req.GetPageSize() > maxPageSize {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "pageSize", fmt.Sprintf("pageSize must be 0 to %d", maxPageSize))
+	}
+	if agent := req.GetAgentId(); agent != "" {
+		if !memlayout.ValidAgentID(agent) {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agent", "agent must be a slug")
+		}
+		if _, err := authz.RequireAgent(ctx, agent, readRoles...); err != nil {
+			return nil, err
+		}
+		q.Agents = []string{agent}
+	} else if q.Agents = authz.VisibleAgents(claims); q.Agents != nil && len(q.Agents) == 0 {
+		return &memoryv1.ListProposalsResponse{}, nil
+	}
+	recs, next, err := h.svc.store.List(q)
+	if err != nil {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "pageToken", "invalid pageToken")
+	}
+	resp := &memoryv1.ListProposalsResponse{NextPageToken: next}
+	for _, r := range recs {
+		resp.Proposals = append(resp.Proposals, r.Proposal)
+	}
+	return resp, nil
+}
+
+// review moves a proposal through a reviewer's transition.
+func (h *handler) review(ctx context.Context, id string, from []memoryv1.ProposalStatus, apply func(*proposalstore.Record, *auth.Claims) error) (*proposalstore.Record, error) {
+	s := h.svc
+	rec, claims, err := h.proposal(ctx, id, reviewRoles...)
+	if err != nil {
+		return nil, err
+	}
+	if !claims.HasRole(auth.RoleAdmin) {
+		_, _, policy, err := s.headState(ctx, rec.Proposal.GetAgentId())
+		if err != nil {
+			return nil, h.internal(err, "reading the agent's policy")
+		}
+		if !policy.MayReview(claims.Subject) {
+			return nil, apierr.New(codes.PermissionDenied, memoryv1.ErrorReason_ERROR_REASON_PERMISSION_DENIED,
+				"the agent's policy names other reviewers", nil)
+		}
+	}
+	updated, err := s.store.Update(ctx, id, func(r *proposalstore.Record) error {
+		ok := false
+		for _, st := range from {
+			ok = ok || r.Proposal.GetStatus() == st
+		}
+		if !ok {
+			return apierr.New(codes.FailedPrecondition, memoryv1.ErrorReason_ERROR_REASON_INVALID_TRANSITION,
+				fmt.Sprintf("proposal is %s", statusName(r.Proposal.GetStatus())),
+				map[string]string{"status": statusName(r.Proposal.GetStatus())})
+		}
+		now := timestamppb.New(s.now())
+		r.Proposal.ReviewedBy, r.Proposal.ReviewedAt, r.Proposal.UpdatedAt = claims.Subject, now, now
+		return apply(r, claims)
+	})
+	if err != nil {
+		if apierr.Info(err) != nil {
+			return nil, err
+		}
+		return nil, h.internal(err, "updating the proposal")
+	}
+	s.logger.Info("proposal reviewed", "proposal", id, "status", updated.Proposal.GetStatus().String(), "by", claims.Subject)
+	return updated, nil
+}
+
+func statusName(s memoryv1.ProposalStatus) string { return restjson.EnumName(s) }
+
+var reviewable = []memoryv1.ProposalStatus{memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, memoryv1.ProposalStatus_PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW}
+
+// ApproveProposal approves a pending proposal and queues it.
+func (h *handler) ApproveProposal(ctx context.Context, req *memoryv1.ApproveProposalRequest) (*memoryv1.ApproveProposalResponse, error) {
+	if err := checkText("comment", req.GetComment(), maxReasoningBytes); err != nil {
+		return nil, err
+	}
+	rec, err := h.review(ctx, req.GetProposalId(), reviewable, func(r *proposalstore.Record, _ *auth.Claims) error {
+		if r.Proposal.GetStatus() == memoryv1.ProposalStatus_PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW {
+			// The person has seen what changed: judge conflicts from now on.
+			head, meta, _, err := h.svc.headState(ctx, r.Proposal.GetAgentId())
+			if err != nil {
+				return err
+			}
+			r.BaseCommit, r.BaseVersion = head.String(), meta.Version
+		}
+		r.Proposal.Status, r.Proposal.Reason, r.Proposal.Message = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED, 0, ""
+		r.Proposal.ReviewComment = req.GetComment()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.svc.engine.enqueue(rec.Proposal.GetAgentId(), rec.Proposal.GetProposalId())
+	return &memoryv1.ApproveProposalResponse{Proposal: rec.Proposal}, nil
+}
+
+// RejectProposal rejects a pending proposal with the reviewer's reason.
+func (h *handler) RejectProposal(ctx context.Context, req *memoryv1.RejectProposalRequest) (*memoryv1.RejectProposalResponse, error) {
+	if strings.TrimSpace(req.GetReason()) == "" {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "reason", "a rejection needs a reason")
+	}
+	if err := checkText("reason", req.GetReason(), maxReasoningBytes); err != nil {
+		return nil, err
+	}
+	rec, err := h.review(ctx, req.GetProposalId(), reviewable, func(r *proposalstore.Record, _ *auth.Claims) error {
+		r.Proposal.Status, r.Proposal.Reason = memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, memoryv1.StatusReason_STATUS_REASON_REVIEWER_REJECTED
+		r.Proposal.Message, r.Proposal.ReviewComment = req.GetReason(), req.GetReason()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &memoryv1.RejectProposalResponse{Proposal: rec.Proposal}, nil
+}
+
+// RetryProposal sends a failed proposal back to approved.
+func (h *handler) RetryProposal(ctx context.Context, req *memoryv1.RetryProposalRequest) (*memoryv1.RetryProposalResponse, error) {
+	if err := checkText("comment", req.GetComment(), maxReasoningBytes); err != nil {
+		return nil, err
+	}
+	rec, err := h.review(ctx, req.GetProposalId(), []memoryv1.ProposalStatus{memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED},
+		func(r *proposalstore.Record, _ *auth.Claims) error {
+			r.Proposal.Status, r.Proposal.Reason, r.Proposal.Message = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED, 0, ""
+			r.Proposal.ReviewComment = req.GetComment()
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	h.svc.engine.enqueue(rec.Proposal.GetAgentId(), rec.Proposal.GetProposalId())
+	return &memoryv1.RetryProposalResponse{Proposal: rec.Proposal}, nil
+}
+
+// GetAgentPolicy returns the agent's review policy at main's head.
+func (h *handler) GetAgentPolicy(ctx context.Context, req *memoryv1.GetAgentPolicyRequest) (*memoryv1.GetAgentPolicyResponse, error) {
+	if !memlayout.ValidAgentID(req.GetAgentId()) {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId", "agentId must be a slug")
+	}
+	if _, err := authz.RequireAgent(ctx, req.GetAgentId(), readRoles...); err != nil {
+		return nil, err
+	}
+	head, _, policy, err := h.svc.headState(ctx, req.GetAgentId())
+	if err != nil {
+		return nil, h.internal(err, "reading the agent's policy")
+	}
+	return &memoryv1.GetAgentPolicyResponse{
+		Policy: &memoryv1.AgentPolicy{AgentId: req.GetAgentId(), AutoApprove: policy.AutoApprove, Reviewers: policy.Reviewers},
+		Commit: head.String(),
+	}, nil
+}
+
+// ReportFactUsage records which facts reads returned.
+func (h *handler) ReportFactUsage(ctx context.Context, req *memoryv1.ReportFactUsageRequest) (*memoryv1.ReportFactUsageResponse, error) {
+	if !memlayout.ValidAgentID(req.GetAgentId()) {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId", "agentId must be a slug")
+	}
+	if _, err := authz.RequireAgent(ctx, req.GetAgentId(), auth.RoleService, auth.RoleAdmin); err != nil {
+		return nil, err
+	}
+	times := make(map[string]time.Time, len(req.GetUsages()))
+	for i, u := range req.GetUsages() {
+		if b, err := hex.DecodeString(u.GetFactHash()); err != nil || len(b) != 32 {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, fmt.Sprintf("usages[%d].factHash", i), "factHash must be a hex sha256")
+		}
+		at := h.svc.now()
+		if u.GetUsedAt() != nil {
+			at = u.GetUsedAt().AsTime()
+		}
+		if at.After(times[u.GetFactHash()]) {
+			times[u.GetFactHash()] = at
+		}
+	}
+	n, err := h.svc.facts.Used(ctx, req.GetAgentId(), times)
+	if err != nil {
+		return nil, h.internal(err, "recording fact usage")
+	}
+	return &memoryv1.ReportFactUsageResponse{Accepted: int32(n)}, nil
+}
+
+// SyncRemote pushes main to the configured remote now.
+func (h *handler) SyncRemote(ctx context.Context, _ *memoryv1.SyncRemoteRequest) (*memoryv1.SyncRemoteResponse, error) {
+	if _, err := authz.RequireRole(ctx, auth.RoleAdmin); err != nil {
+		return nil, err
+	}
+	p := h.svc.pusher
+	if !p.enabled() {
+		return nil, apierr.New(codes.FailedPrecondition, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "no --git-remote-url is configured", nil)
+	}
+	if err := p.push(ctx); err != nil {
+		h.svc.logger.Warn("sync: push failed", "err", err)
+		return nil, apierr.New(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "push to the remote failed; retry later", nil)
+	}
+	head, err := h.svc.repo.Head(ctx)
+	if err != nil {
+		return nil, h.internal(err, "reading main")
+	}
+	return &memoryv1.SyncRemoteResponse{Remote: redactURL(p.url), HeadCommit: head.String(), PushedAt: timestamppb.New(h.svc.now())}, nil
+}
+
+// WatchCommits streams commits after from_sha, then live ones.
+func (h *handler) WatchCommits(req *memoryv1.WatchCommitsRequest, stream memoryv1.ProposalApplyService_WatchCommitsServer) error {
+	ctx := stream.Context()
+	if agent := req.GetAgentId(); agent != "" {
+		if !memlayout.ValidAgentID(agent) {
+			return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId", "agentId must be a slug")
+		}
+		if _, err := authz.RequireAgent(ctx, agent, auth.RoleAgent, auth.RoleService, auth.RoleAdmin); err != nil {
+			return err
+		}
+	} else if _, err := authz.RequireRole(ctx, auth.RoleService, auth.RoleAdmin); err != nil {
+		return err
+	}
+	sub, replay, err := h.svc.hub.subscribe(ctx, req.GetFromSha(), req.GetAgentId())
+	if err != nil {
+		if apierr.Info(err) != nil {
+			return err
+		}
+		return h.internal(err, "reading history")
+	}
+	defer h.svc.hub.unsubscribe(sub)
+	last := req.GetFromSha()
+	for _, c := range replay {
+		if err := stream.Send(&memoryv1.WatchCommitsResponse{Commit: c}); err != nil {
+			return err
+		}
+		last = c.GetSha()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case c, ok := <-sub.ch:
+			if !ok {
+				if sub.dropped {
+					return apierr.New(codes.ResourceExhausted, memoryv1.ErrorReason_ERROR_REASON_RATE_LIMITED,
+						"the subscriber fell behind; resume with from_sha", map[string]string{"from_sha": last})
+				}
+				return apierr.New(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE,
+					"the server is shutting down; resume with from_sha", map[string]string{"from_sha": last})
+			}
+			if err := stream.Send(&memoryv1.WatchCommitsResponse{Commit: c}); err != nil {
+				return err
+			}
+			last = c.GetSha()
+		}
+	}
 }
 
 // CreateSnapshot: memory-snapshot arrives with issue #7.
@@ -67,19 +444,4 @@ func (h *handler) RestoreSnapshot(context.Context, *memoryv1.RestoreSnapshotRequ
 // CreateBackup: git backup arrives with issue #7.
 func (h *handler) CreateBackup(context.Context, *memoryv1.CreateBackupRequest) (*memoryv1.CreateBackupResponse, error) {
 	return nil, apierr.NotImplemented("git backup", 7)
-}
-
-// SyncRemote: remote sync (push) arrives with issue #3.
-func (h *handler) SyncRemote(context.Context, *memoryv1.SyncRemoteRequest) (*memoryv1.SyncRemoteResponse, error) {
-	return nil, apierr.NotImplemented("remote sync (push)", 3)
-}
-
-// ReportFactUsage: fact usage reports arrives with issue #5.
-func (h *handler) ReportFactUsage(context.Context, *memoryv1.ReportFactUsageRequest) (*memoryv1.ReportFactUsageResponse, error) {
-	return nil, apierr.NotImplemented("fact usage reports", 5)
-}
-
-// WatchCommits: the commit stream arrives with issue #3.
-func (h *handler) WatchCommits(*memoryv1.WatchCommitsRequest, memoryv1.ProposalApplyService_WatchCommitsServer) error {
-	return apierr.NotImplemented("the commit stream", 3)
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -49,6 +50,9 @@ type App struct {
 	mods   Modules
 	logger *slog.Logger
 	tel    *telemetry.Telemetry
+
+	proposalApply *proposalapply.Service
+	writerLock    *os.File
 
 	grpcSrv *grpcserver.Server
 	grpcLis net.Listener
@@ -89,16 +93,8 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 	}
 
 	if mods.Has(ModuleProposalApply) {
-		// The write plane owns the canonical store, so it creates the
-		// embedded default on first start.
-		repo, err := memrepo.Init(ctx, cfg.Storage.RepoPath(), memrepo.InitOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("memory repo: %w", err)
-		}
-		head, _ := repo.Head(ctx)
-		logger.Info("memory repo ready", "path", cfg.Storage.RepoPath(), "head", head.String())
-		if _, err := blob.NewFS(cfg.Storage.ObjectsPath()); err != nil {
-			return nil, fmt.Errorf("object store: %w", err)
+		if err := a.setupWritePlane(ctx); err != nil {
+			return nil, err
 		}
 	}
 
@@ -109,6 +105,41 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 		return nil, err
 	}
 	return a, nil
+}
+
+// setupWritePlane opens (on first start: creates) the canonical repository
+// and the object store, and prepares proposal-apply, the only writer.
+func (a *App) setupWritePlane(ctx context.Context) error {
+	cfg := a.cfg
+	lock, err := lockWriter(filepath.Join(cfg.Storage.DataDir, "proposal-apply.lock"))
+	if err != nil {
+		return err
+	}
+	a.writerLock = lock
+	repo, err := memrepo.Init(ctx, cfg.Storage.RepoPath(), memrepo.InitOptions{})
+	if err != nil {
+		return fmt.Errorf("memory repo: %w", err)
+	}
+	// This process is the single writer (it holds the writer lock), so a
+	// ref lock left behind is from its own predecessor killed mid-commit.
+	if removed, err := repo.RecoverStaleLock(0); err != nil {
+		return fmt.Errorf("memory repo: %w", err)
+	} else if removed {
+		a.logger.Warn("removed a ref lock left by a previous writer", "repo", cfg.Storage.RepoPath())
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("memory repo: %w", err)
+	}
+	a.logger.Info("memory repo ready", "path", cfg.Storage.RepoPath(), "head", head.String())
+	blobs, err := blob.NewFS(cfg.Storage.ObjectsPath())
+	if err != nil {
+		return fmt.Errorf("object store: %w", err)
+	}
+	a.proposalApply, err = proposalapply.New(ctx, cfg.ProposalApply, proposalapply.Deps{
+		Repo: repo, Blobs: blobs, Logger: a.logger, MeterProvider: a.tel.MeterProvider(), LookupEnv: os.LookupEnv,
+	})
+	return err
 }
 
 // setupGRPC builds this process's gRPC server with the services it runs.
@@ -141,7 +172,7 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 		case ModuleEntityGraph:
 			entitygraph.New(a.logger).Register(g)
 		case ModuleProposalApply:
-			proposalapply.New(a.logger).Register(g)
+			a.proposalApply.Register(g)
 		}
 		a.grpcSrv.SetServing(healthServiceNames[m])
 	}
@@ -228,11 +259,7 @@ func (a *App) setupHTTP(ctx context.Context) error {
 func (a *App) serveConfig(w http.ResponseWriter, _ *http.Request) {
 	var lines []string
 	a.flags.VisitAll(func(f *flag.Flag) {
-		v := f.Value.String()
-		if secretFlag(f.Name) && v != "" {
-			v = "<redacted>"
-		}
-		lines = append(lines, fmt.Sprintf("%s: %q", f.Name, v))
+		lines = append(lines, fmt.Sprintf("%s: %q", f.Name, redact(f.Value.String())))
 	})
 	sort.Strings(lines)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -253,6 +280,12 @@ func (a *App) HTTPAddr() string { return a.httpLis.Addr().String() }
 // Run serves until ctx is cancelled (SIGTERM in main), then shuts down
 // gracefully: health NOT_SERVING, drain HTTP and gRPC, stop by the deadline.
 func (a *App) Run(ctx context.Context) error {
+	if a.proposalApply != nil {
+		if err := a.proposalApply.Start(ctx); err != nil {
+			a.closeResources(context.Background())
+			return err
+		}
+	}
 	errc := make(chan error, 2)
 	if a.grpcSrv != nil {
 		go func() { errc <- a.grpcSrv.Serve(a.grpcLis) }()
@@ -299,6 +332,12 @@ func (a *App) closeResources(ctx context.Context) {
 		_ = a.httpLis.Close()
 	}
 	<-done
+	if a.proposalApply != nil {
+		a.proposalApply.Stop() // finishes the apply under way: no half commit
+	}
+	if a.writerLock != nil {
+		_ = a.writerLock.Close()
+	}
 	for _, c := range a.conns {
 		_ = c.Close()
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/garden-bloom/memory/services/proposalapply"
 )
 
 // EnvPrefix prefixes the environment variable of every flag:
@@ -25,10 +28,11 @@ type Config struct {
 	ConfigFile string
 	LogLevel   string
 
-	Storage StorageConfig
-	Server  ServerConfig
-	Peers   PeersConfig
-	Auth    AuthConfig
+	Storage       StorageConfig
+	Server        ServerConfig
+	Peers         PeersConfig
+	Auth          AuthConfig
+	ProposalApply proposalapply.Config
 }
 
 // StorageConfig says where the embedded default keeps its state.
@@ -149,6 +153,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Server.RegisterFlags(fs)
 	c.Peers.RegisterFlags(fs)
 	c.Auth.RegisterFlags(fs)
+	c.ProposalApply.RegisterFlags(fs)
 }
 
 // Validate checks the whole configuration, including that every service the
@@ -163,6 +168,14 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Server.Validate(); err != nil {
 		return err
+	}
+	if mods.Has(ModuleProposalApply) {
+		if err := c.ProposalApply.Validate(); err != nil {
+			return err
+		}
+	} else if c.ProposalApply.GitRemoteURL != "" || c.ProposalApply.GitCredentialsFile != "" {
+		// Only the write plane may hold git write credentials.
+		return fmt.Errorf("target %q does not run proposal-apply: it must not be given --git-remote-url or --git-credentials-file", c.Target)
 	}
 	if mods.Has(ModuleGateway) {
 		for _, m := range ServiceModules {
@@ -259,12 +272,13 @@ func readYAMLFlags(path string, fs *flag.FlagSet) (map[string]string, error) {
 	return out, nil
 }
 
-// secretFlag reports flags whose values /status/config must not show.
-func secretFlag(name string) bool {
-	for _, s := range []string{"secret", "password", "credential", "token", "key"} {
-		if strings.Contains(name, s) {
-			return true
-		}
+// redact hides credentials embedded in a URL value (user:password@host);
+// no flag holds a secret itself, only paths to secret files.
+func redact(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		return v
 	}
-	return false
+	u.User = nil
+	return strings.Replace(u.String(), "://", "://***@", 1)
 }

@@ -70,6 +70,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"edge without peer", []string{"--target", "gateway"}, nil, "--proposal-apply-addr"},
 		{"read without write peer", []string{"--target", "read"}, nil, "set --proposal-apply-addr"},
 		{"stray argument", []string{"serve"}, nil, "unexpected arguments"},
+		{"git credentials on the read plane", []string{"--target", "read", "--proposal-apply-addr", "127.0.0.1:1", "--git-remote-url", "https://git.example.org/m.git"}, nil, "must not be given --git-remote-url"},
+		{"git credentials file on search-index", []string{"--target", "search-index", "--git-credentials-file", "/run/secrets/git"}, nil, "must not be given"},
+		{"credentials without remote", []string{"--git-credentials-file", "/run/secrets/git"}, nil, "needs --git-remote-url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,6 +103,11 @@ func TestParseTarget(t *testing.T) {
 	}
 	_, err := ParseTarget("")
 	require.Error(t, err)
+}
+
+func TestRedact(t *testing.T) {
+	require.Equal(t, "https://***@git.example.org/m.git", redact("https://user:secret@git.example.org/m.git"))
+	require.Equal(t, "./data", redact("./data"))
 }
 
 func TestEnvName(t *testing.T) {

@@ -265,7 +265,7 @@ func (x *FileContent) GetTruncated() bool {
 type ReadMemoryResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	Version int64                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Version int32                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The commit the read was served from.
 	Commit string `protobuf:"bytes,3,opt,name=commit,proto3" json:"commit,omitempty"`
 	// Commit time of `commit`, so the response is reproducible.
@@ -323,7 +323,7 @@ func (x *ReadMemoryResponse) GetAgentId() string {
 	return ""
 }
 
-func (x *ReadMemoryResponse) GetVersion() int64 {
+func (x *ReadMemoryResponse) GetVersion() int32 {
 	if x != nil {
 		return x.Version
 	}
@@ -1576,7 +1576,7 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\ttruncated\x18\x05 \x01(\bR\ttruncated\"\xaf\x05\n" +
 	"\x12ReadMemoryResponse\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x03R\aversion\x12\x16\n" +
+	"\aversion\x18\x02 \x01(\x05R\aversion\x12\x16\n" +
 	"\x06commit\x18\x03 \x01(\tR\x06commit\x127\n" +
 	"\tloaded_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bloadedAt\x123\n" +
 	"\x04mode\x18\x05 \x01(\x0e2\x1f.gardenbloom.memory.v1.ReadModeR\x04mode\x12\x1f\n" +

@@ -28,7 +28,7 @@ type ProposeRequest struct {
 	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	RunId   string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	// The meta.json version the update is based on; a mismatch rejects with version_conflict.
-	ExpectedVersion *int64        `protobuf:"varint,3,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
+	ExpectedVersion *int32        `protobuf:"varint,3,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
 	Updates         []*FileUpdate `protobuf:"bytes,4,rep,name=updates,proto3" json:"updates,omitempty"`
 	Reasoning       string        `protobuf:"bytes,5,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
 	// Defaults to normal.
@@ -84,7 +84,7 @@ func (x *ProposeRequest) GetRunId() string {
 	return ""
 }
 
-func (x *ProposeRequest) GetExpectedVersion() int64 {
+func (x *ProposeRequest) GetExpectedVersion() int32 {
 	if x != nil && x.ExpectedVersion != nil {
 		return *x.ExpectedVersion
 	}
@@ -1661,7 +1661,7 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\x0eProposeRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12.\n" +
-	"\x10expected_version\x18\x03 \x01(\x03H\x00R\x0fexpectedVersion\x88\x01\x01\x12;\n" +
+	"\x10expected_version\x18\x03 \x01(\x05H\x00R\x0fexpectedVersion\x88\x01\x01\x12;\n" +
 	"\aupdates\x18\x04 \x03(\v2!.gardenbloom.memory.v1.FileUpdateR\aupdates\x12\x1c\n" +
 	"\treasoning\x18\x05 \x01(\tR\treasoning\x12;\n" +
 	"\bpriority\x18\x06 \x01(\x0e2\x1f.gardenbloom.memory.v1.PriorityR\bpriority\x12\x1f\n" +

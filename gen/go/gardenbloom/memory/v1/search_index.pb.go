@@ -220,7 +220,7 @@ func (x *SearchResult) GetKind() string {
 type SearchResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Results   []*SearchResult        `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
-	TotalHits int64                  `protobuf:"varint,2,opt,name=total_hits,json=totalHits,proto3" json:"total_hits,omitempty"`
+	TotalHits int32                  `protobuf:"varint,2,opt,name=total_hits,json=totalHits,proto3" json:"total_hits,omitempty"`
 	Took      *durationpb.Duration   `protobuf:"bytes,3,opt,name=took,proto3" json:"took,omitempty"`
 	// Commit the index is at.
 	IndexCommit string `protobuf:"bytes,4,opt,name=index_commit,json=indexCommit,proto3" json:"index_commit,omitempty"`
@@ -267,7 +267,7 @@ func (x *SearchResponse) GetResults() []*SearchResult {
 	return nil
 }
 
-func (x *SearchResponse) GetTotalHits() int64 {
+func (x *SearchResponse) GetTotalHits() int32 {
 	if x != nil {
 		return x.TotalHits
 	}
@@ -433,8 +433,8 @@ type GetIndexStatusResponse struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	LastCommit string                 `protobuf:"bytes,1,opt,name=last_commit,json=lastCommit,proto3" json:"last_commit,omitempty"`
 	HeadCommit string                 `protobuf:"bytes,2,opt,name=head_commit,json=headCommit,proto3" json:"head_commit,omitempty"`
-	Documents  int64                  `protobuf:"varint,3,opt,name=documents,proto3" json:"documents,omitempty"`
-	Chunks     int64                  `protobuf:"varint,4,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	Documents  int32                  `protobuf:"varint,3,opt,name=documents,proto3" json:"documents,omitempty"`
+	Chunks     int32                  `protobuf:"varint,4,opt,name=chunks,proto3" json:"chunks,omitempty"`
 	// Commits between last_commit and head_commit.
 	LagCommits    int32                  `protobuf:"varint,5,opt,name=lag_commits,json=lagCommits,proto3" json:"lag_commits,omitempty"`
 	Lag           *durationpb.Duration   `protobuf:"bytes,6,opt,name=lag,proto3" json:"lag,omitempty"`
@@ -488,14 +488,14 @@ func (x *GetIndexStatusResponse) GetHeadCommit() string {
 	return ""
 }
 
-func (x *GetIndexStatusResponse) GetDocuments() int64 {
+func (x *GetIndexStatusResponse) GetDocuments() int32 {
 	if x != nil {
 		return x.Documents
 	}
 	return 0
 }
 
-func (x *GetIndexStatusResponse) GetChunks() int64 {
+func (x *GetIndexStatusResponse) GetChunks() int32 {
 	if x != nil {
 		return x.Chunks
 	}
@@ -555,7 +555,7 @@ const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"\x0eSearchResponse\x12=\n" +
 	"\aresults\x18\x01 \x03(\v2#.gardenbloom.memory.v1.SearchResultR\aresults\x12\x1d\n" +
 	"\n" +
-	"total_hits\x18\x02 \x01(\x03R\ttotalHits\x12-\n" +
+	"total_hits\x18\x02 \x01(\x05R\ttotalHits\x12-\n" +
 	"\x04took\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x04took\x12!\n" +
 	"\findex_commit\x18\x04 \x01(\tR\vindexCommit\x12\x14\n" +
 	"\x05stale\x18\x05 \x01(\bR\x05stale\"+\n" +
@@ -570,8 +570,8 @@ const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"lastCommit\x12\x1f\n" +
 	"\vhead_commit\x18\x02 \x01(\tR\n" +
 	"headCommit\x12\x1c\n" +
-	"\tdocuments\x18\x03 \x01(\x03R\tdocuments\x12\x16\n" +
-	"\x06chunks\x18\x04 \x01(\x03R\x06chunks\x12\x1f\n" +
+	"\tdocuments\x18\x03 \x01(\x05R\tdocuments\x12\x16\n" +
+	"\x06chunks\x18\x04 \x01(\x05R\x06chunks\x12\x1f\n" +
 	"\vlag_commits\x18\x05 \x01(\x05R\n" +
 	"lagCommits\x12+\n" +
 	"\x03lag\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x03lag\x12\x1e\n" +

@@ -993,7 +993,7 @@ type Proposal struct {
 	AgentId    string                 `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	RunId      string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	// The meta.json version the proposal was based on; absent = no optimistic check.
-	ExpectedVersion *int64         `protobuf:"varint,4,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
+	ExpectedVersion *int32         `protobuf:"varint,4,opt,name=expected_version,json=expectedVersion,proto3,oneof" json:"expected_version,omitempty"`
 	Updates         []*FileUpdate  `protobuf:"bytes,5,rep,name=updates,proto3" json:"updates,omitempty"`
 	Reasoning       string         `protobuf:"bytes,6,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
 	Priority        Priority       `protobuf:"varint,7,opt,name=priority,proto3,enum=gardenbloom.memory.v1.Priority" json:"priority,omitempty"`
@@ -1004,7 +1004,7 @@ type Proposal struct {
 	// Human-readable detail of the status (e.g. the rejection comment or the failure).
 	Message string `protobuf:"bytes,12,opt,name=message,proto3" json:"message,omitempty"`
 	// Set with version_conflict: the version the agent is at now.
-	CurrentVersion int64 `protobuf:"varint,13,opt,name=current_version,json=currentVersion,proto3" json:"current_version,omitempty"`
+	CurrentVersion int32 `protobuf:"varint,13,opt,name=current_version,json=currentVersion,proto3" json:"current_version,omitempty"`
 	// Set with version_conflict: "retry_with_latest".
 	Resolution string `protobuf:"bytes,14,opt,name=resolution,proto3" json:"resolution,omitempty"`
 	// Why the proposal was flagged for a person (policy, size, entity check).
@@ -1018,7 +1018,7 @@ type Proposal struct {
 	// Commit that applied the proposal.
 	CommitSha string `protobuf:"bytes,20,opt,name=commit_sha,json=commitSha,proto3" json:"commit_sha,omitempty"`
 	// meta.json version after the apply.
-	AppliedVersion int64                  `protobuf:"varint,21,opt,name=applied_version,json=appliedVersion,proto3" json:"applied_version,omitempty"`
+	AppliedVersion int32                  `protobuf:"varint,21,opt,name=applied_version,json=appliedVersion,proto3" json:"applied_version,omitempty"`
 	Attempts       int32                  `protobuf:"varint,22,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	ReviewUrl      string                 `protobuf:"bytes,23,opt,name=review_url,json=reviewUrl,proto3" json:"review_url,omitempty"`
 	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,24,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
@@ -1080,7 +1080,7 @@ func (x *Proposal) GetRunId() string {
 	return ""
 }
 
-func (x *Proposal) GetExpectedVersion() int64 {
+func (x *Proposal) GetExpectedVersion() int32 {
 	if x != nil && x.ExpectedVersion != nil {
 		return *x.ExpectedVersion
 	}
@@ -1143,7 +1143,7 @@ func (x *Proposal) GetMessage() string {
 	return ""
 }
 
-func (x *Proposal) GetCurrentVersion() int64 {
+func (x *Proposal) GetCurrentVersion() int32 {
 	if x != nil {
 		return x.CurrentVersion
 	}
@@ -1199,7 +1199,7 @@ func (x *Proposal) GetCommitSha() string {
 	return ""
 }
 
-func (x *Proposal) GetAppliedVersion() int64 {
+func (x *Proposal) GetAppliedVersion() int32 {
 	if x != nil {
 		return x.AppliedVersion
 	}
@@ -1252,12 +1252,12 @@ func (x *Proposal) GetAppliedAt() *timestamppb.Timestamp {
 type MemoryMeta struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	AgentId             string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	Version             int64                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Version             int32                  `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	LastUpdate          *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_update,json=lastUpdate,proto3" json:"last_update,omitempty"`
 	LastRunId           string                 `protobuf:"bytes,4,opt,name=last_run_id,json=lastRunId,proto3" json:"last_run_id,omitempty"`
-	SnapshotTokenCount  int64                  `protobuf:"varint,5,opt,name=snapshot_token_count,json=snapshotTokenCount,proto3" json:"snapshot_token_count,omitempty"`
-	FactsTokenCount     int64                  `protobuf:"varint,6,opt,name=facts_token_count,json=factsTokenCount,proto3" json:"facts_token_count,omitempty"`
-	OpenLoopsTokenCount int64                  `protobuf:"varint,7,opt,name=open_loops_token_count,json=openLoopsTokenCount,proto3" json:"open_loops_token_count,omitempty"`
+	SnapshotTokenCount  int32                  `protobuf:"varint,5,opt,name=snapshot_token_count,json=snapshotTokenCount,proto3" json:"snapshot_token_count,omitempty"`
+	FactsTokenCount     int32                  `protobuf:"varint,6,opt,name=facts_token_count,json=factsTokenCount,proto3" json:"facts_token_count,omitempty"`
+	OpenLoopsTokenCount int32                  `protobuf:"varint,7,opt,name=open_loops_token_count,json=openLoopsTokenCount,proto3" json:"open_loops_token_count,omitempty"`
 	OpenLoopsCount      int32                  `protobuf:"varint,8,opt,name=open_loops_count,json=openLoopsCount,proto3" json:"open_loops_count,omitempty"`
 	DecisionsCount      int32                  `protobuf:"varint,9,opt,name=decisions_count,json=decisionsCount,proto3" json:"decisions_count,omitempty"`
 	SchemaVersion       string                 `protobuf:"bytes,10,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
@@ -1306,7 +1306,7 @@ func (x *MemoryMeta) GetAgentId() string {
 	return ""
 }
 
-func (x *MemoryMeta) GetVersion() int64 {
+func (x *MemoryMeta) GetVersion() int32 {
 	if x != nil {
 		return x.Version
 	}
@@ -1327,21 +1327,21 @@ func (x *MemoryMeta) GetLastRunId() string {
 	return ""
 }
 
-func (x *MemoryMeta) GetSnapshotTokenCount() int64 {
+func (x *MemoryMeta) GetSnapshotTokenCount() int32 {
 	if x != nil {
 		return x.SnapshotTokenCount
 	}
 	return 0
 }
 
-func (x *MemoryMeta) GetFactsTokenCount() int64 {
+func (x *MemoryMeta) GetFactsTokenCount() int32 {
 	if x != nil {
 		return x.FactsTokenCount
 	}
 	return 0
 }
 
-func (x *MemoryMeta) GetOpenLoopsTokenCount() int64 {
+func (x *MemoryMeta) GetOpenLoopsTokenCount() int32 {
 	if x != nil {
 		return x.OpenLoopsTokenCount
 	}
@@ -1396,7 +1396,7 @@ type CommitInfo struct {
 	// Files changed, relative to the repo root.
 	Files []string `protobuf:"bytes,8,rep,name=files,proto3" json:"files,omitempty"`
 	// meta.json version after the commit (0 when the commit did not touch it).
-	Version int64 `protobuf:"varint,9,opt,name=version,proto3" json:"version,omitempty"`
+	Version int32 `protobuf:"varint,9,opt,name=version,proto3" json:"version,omitempty"`
 	// A commit made directly with git, not by proposal-apply (spec DiffMem §6.5).
 	HumanEdit bool `protobuf:"varint,10,opt,name=human_edit,json=humanEdit,proto3" json:"human_edit,omitempty"`
 	// The commit evicted Layer 1 content to Layer 2.
@@ -1491,7 +1491,7 @@ func (x *CommitInfo) GetFiles() []string {
 	return nil
 }
 
-func (x *CommitInfo) GetVersion() int64 {
+func (x *CommitInfo) GetVersion() int32 {
 	if x != nil {
 		return x.Version
 	}
@@ -1911,7 +1911,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"proposalId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x15\n" +
 	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12.\n" +
-	"\x10expected_version\x18\x04 \x01(\x03H\x00R\x0fexpectedVersion\x88\x01\x01\x12;\n" +
+	"\x10expected_version\x18\x04 \x01(\x05H\x00R\x0fexpectedVersion\x88\x01\x01\x12;\n" +
 	"\aupdates\x18\x05 \x03(\v2!.gardenbloom.memory.v1.FileUpdateR\aupdates\x12\x1c\n" +
 	"\treasoning\x18\x06 \x01(\tR\treasoning\x12;\n" +
 	"\bpriority\x18\a \x01(\x0e2\x1f.gardenbloom.memory.v1.PriorityR\bpriority\x12\x1f\n" +
@@ -1922,7 +1922,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	" \x01(\x0e2%.gardenbloom.memory.v1.ProposalStatusR\x06status\x12;\n" +
 	"\x06reason\x18\v \x01(\x0e2#.gardenbloom.memory.v1.StatusReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\f \x01(\tR\amessage\x12'\n" +
-	"\x0fcurrent_version\x18\r \x01(\x03R\x0ecurrentVersion\x12\x1e\n" +
+	"\x0fcurrent_version\x18\r \x01(\x05R\x0ecurrentVersion\x12\x1e\n" +
 	"\n" +
 	"resolution\x18\x0e \x01(\tR\n" +
 	"resolution\x12\x14\n" +
@@ -1935,7 +1935,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x0ereview_comment\x18\x13 \x01(\tR\rreviewComment\x12\x1d\n" +
 	"\n" +
 	"commit_sha\x18\x14 \x01(\tR\tcommitSha\x12'\n" +
-	"\x0fapplied_version\x18\x15 \x01(\x03R\x0eappliedVersion\x12\x1a\n" +
+	"\x0fapplied_version\x18\x15 \x01(\x05R\x0eappliedVersion\x12\x1a\n" +
 	"\battempts\x18\x16 \x01(\x05R\battempts\x12\x1d\n" +
 	"\n" +
 	"review_url\x18\x17 \x01(\tR\treviewUrl\x129\n" +
@@ -1951,13 +1951,13 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"MemoryMeta\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x03R\aversion\x12;\n" +
+	"\aversion\x18\x02 \x01(\x05R\aversion\x12;\n" +
 	"\vlast_update\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"lastUpdate\x12\x1e\n" +
 	"\vlast_run_id\x18\x04 \x01(\tR\tlastRunId\x120\n" +
-	"\x14snapshot_token_count\x18\x05 \x01(\x03R\x12snapshotTokenCount\x12*\n" +
-	"\x11facts_token_count\x18\x06 \x01(\x03R\x0ffactsTokenCount\x123\n" +
-	"\x16open_loops_token_count\x18\a \x01(\x03R\x13openLoopsTokenCount\x12(\n" +
+	"\x14snapshot_token_count\x18\x05 \x01(\x05R\x12snapshotTokenCount\x12*\n" +
+	"\x11facts_token_count\x18\x06 \x01(\x05R\x0ffactsTokenCount\x123\n" +
+	"\x16open_loops_token_count\x18\a \x01(\x05R\x13openLoopsTokenCount\x12(\n" +
 	"\x10open_loops_count\x18\b \x01(\x05R\x0eopenLoopsCount\x12'\n" +
 	"\x0fdecisions_count\x18\t \x01(\x05R\x0edecisionsCount\x12%\n" +
 	"\x0eschema_version\x18\n" +
@@ -1975,7 +1975,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"proposalId\x12\x15\n" +
 	"\x06run_id\x18\a \x01(\tR\x05runId\x12\x14\n" +
 	"\x05files\x18\b \x03(\tR\x05files\x12\x18\n" +
-	"\aversion\x18\t \x01(\x03R\aversion\x12\x1d\n" +
+	"\aversion\x18\t \x01(\x05R\aversion\x12\x1d\n" +
 	"\n" +
 	"human_edit\x18\n" +
 	" \x01(\bR\thumanEdit\x12\x18\n" +

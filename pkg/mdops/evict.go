@@ -1,0 +1,205 @@
+package mdops
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// Eviction thresholds of spec §11.3.
+const (
+	// StaleFactAge: a fact not added or used for longer is evicted first.
+	StaleFactAge = 30 * 24 * time.Hour
+	// ClosedLoopRetention: closed loops are kept this long.
+	ClosedLoopRetention = 7 * 24 * time.Hour
+	// FreezeLoopAge: open low-priority loops older than this may be frozen.
+	FreezeLoopAge = 14 * 24 * time.Hour
+)
+
+// Eviction reasons, as recorded in decisions.md and commit messages.
+const (
+	// WhyStaleFact: unused for more than StaleFactAge.
+	WhyStaleFact = "stale-fact"
+	// WhyOverLimit: evicted only because the file was still over its limit.
+	WhyOverLimit = "over-limit"
+)
+
+// Decisions.md sections that record what left Layer 1.
+const (
+	SectionEvictedFacts = "Evicted facts"
+	SectionFrozenLoops  = "Frozen loops"
+)
+
+// FactEvictionReason tells why a fact with the given last added/used time
+// was evicted at now: WhyStaleFact if it is older than StaleFactAge,
+// otherwise WhyOverLimit. EvictFacts evicts in one oldest-first order, so
+// the caller derives the reason from the same clock it passed in.
+func FactEvictionReason(addedOrUsed, now time.Time) string {
+	if now.Sub(addedOrUsed) > StaleFactAge {
+		return WhyStaleFact
+	}
+	return WhyOverLimit
+}
+
+// EvictFacts enforces the facts.md token limit (spec §11.3). If
+// count(md) <= limit, md is returned unchanged. Otherwise facts are removed
+// oldest first by addedOrUsed (ties: earlier line first) until
+// count(kept) <= limit — first the stale ones (not added or used for more
+// than StaleFactAge), then, only if still over, the newest ones too. Because
+// every stale fact is older than every fresh one, that is a single
+// oldest-first order, which is what makes the result deterministic. A zero
+// time counts as oldest. Headings and section structure stay, even if a
+// section becomes empty; a fact's sub-bullets leave with it.
+//
+// evicted lists the removed facts in removal order (line numbers refer to
+// md); when it is empty, kept is md itself; record them with EvictedFactLine and FactEvictionReason. count must
+// not grow when lines are removed: the smallest sufficient prefix of the
+// order is found by binary search, so a tokenizer is called O(log n) times
+// instead of once per fact. If even removing every fact is not enough, every
+// fact is removed.
+func EvictFacts(md string, limit int, count func(string) int, addedOrUsed func(f Fact) time.Time, now time.Time) (kept string, evicted []Fact) {
+	if count(md) <= limit {
+		return md, nil
+	}
+	d := newDoc(md)
+	facts := parseFacts(d)
+	if len(facts) == 0 {
+		return md, nil
+	}
+	type cand struct {
+		f Fact
+		t time.Time
+	}
+	cands := make([]cand, len(facts))
+	for i, f := range facts {
+		cands[i] = cand{f, addedOrUsed(f)}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].t.Before(cands[j].t) })
+	order := make([]int, len(cands))
+	for i, c := range cands {
+		order[i] = c.f.Line - 1
+	}
+	k, out := smallestRemoval(d, nil, order, limit, count)
+	if k == 0 {
+		return md, nil
+	}
+	for _, c := range cands[:k] {
+		evicted = append(evicted, c.f)
+	}
+	return out, evicted
+}
+
+// smallestRemoval finds the smallest k such that removing the items that
+// start at lines base and order[:k] brings count under limit (k =
+// len(order) if none does) and returns k and the resulting text. count is
+// assumed monotonic in the removed set.
+func smallestRemoval(d *doc, base, order []int, limit int, count func(string) int) (int, string) {
+	fits := func(k int) (string, bool) {
+		s := withoutItems(d, append(base[:len(base):len(base)], order[:k]...))
+		return s, count(s) <= limit
+	}
+	k := sort.Search(len(order)+1, func(k int) bool {
+		_, ok := fits(k)
+		return ok
+	})
+	if k > len(order) {
+		k = len(order)
+	}
+	s, _ := fits(k)
+	return k, s
+}
+
+// withoutItems renders d without the list items starting at the given
+// line indexes (and their continuation lines).
+func withoutItems(d *doc, starts []int) string {
+	drop := make(map[int]bool, len(starts))
+	for _, i := range starts {
+		for j := i; j < d.itemEnd(i); j++ {
+			drop[j] = true
+		}
+	}
+	out := make([]string, 0, len(d.lines))
+	for i, l := range d.lines {
+		if !drop[i] {
+			out = append(out, l)
+		}
+	}
+	return render(out)
+}
+
+// EvictLoops enforces the open_loops.md token limit (spec §11.3). If
+// count(md) <= limit, md is returned unchanged. Otherwise:
+//  1. every closed loop closed more than ClosedLoopRetention before now is
+//     removed (they are due anyway; a closed loop without a date stays);
+//  2. if still over the limit, open loops with priority "low" opened more
+//     than FreezeLoopAge before now are removed ("frozen"), oldest first
+//     (ties: earlier line first), until count(kept) <= limit.
+//
+// Other loops are never touched, so the result may still be over the limit;
+// the caller decides what to do then. removedClosed is in file order, frozen
+// in removal order, both with line numbers of md; record frozen loops in decisions.md with FrozenLoopLine
+// and AppendToDecisionsSection(…, SectionFrozenLoops, …). count must be
+// monotonic, as for EvictFacts.
+func EvictLoops(md string, limit int, count func(string) int, now time.Time) (kept string, removedClosed, frozen []Loop) {
+	if count(md) <= limit {
+		return md, nil, nil
+	}
+	d := newDoc(md)
+	loops := parseLoops(d)
+	var drop []int
+	for _, lp := range loops {
+		if lp.Closed && !lp.ClosedAt.IsZero() && now.Sub(lp.ClosedAt) > ClosedLoopRetention {
+			removedClosed = append(removedClosed, lp)
+			drop = append(drop, lp.Line-1)
+		}
+	}
+	kept = withoutItems(d, drop)
+	if count(kept) <= limit {
+		return kept, removedClosed, nil
+	}
+	var cands []Loop
+	for _, lp := range loops {
+		if !lp.Closed && lp.Priority == PriorityLow && !lp.Opened.IsZero() && now.Sub(lp.Opened) > FreezeLoopAge {
+			cands = append(cands, lp)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Opened.Before(cands[j].Opened) })
+	order := make([]int, len(cands))
+	for i, lp := range cands {
+		order[i] = lp.Line - 1
+	}
+	k, out := smallestRemoval(d, drop, order, limit, count)
+	if k == 0 && len(drop) == 0 {
+		return md, nil, nil
+	}
+	if k > 0 {
+		frozen = cands[:k:k]
+	}
+	return out, removedClosed, frozen
+}
+
+// EvictedFactLine renders the decisions.md record of an evicted fact:
+// "- <fact> — evicted 2026-03-01 (stale-fact)".
+func EvictedFactLine(f Fact, date time.Time, why string) string {
+	return "- " + collapseSpace(f.Text) + " — evicted " + day(date) + " (" + strings.TrimSpace(why) + ")"
+}
+
+// FrozenLoopLine renders the decisions.md record of a frozen loop:
+// "- loop_003: <text> — opened 2026-02-01 | priority: low | frozen 2026-03-01".
+// It keeps id, opened day and priority so the loop can be reopened by hand.
+func FrozenLoopLine(l Loop, date time.Time) string {
+	var b strings.Builder
+	b.WriteString("- ")
+	if l.ID != "" {
+		b.WriteString(l.ID + ": ")
+	}
+	b.WriteString(collapseSpace(l.Text) + " —")
+	if !l.Opened.IsZero() {
+		b.WriteString(" opened " + day(l.Opened) + " |")
+	}
+	if l.Priority != "" {
+		b.WriteString(" priority: " + l.Priority + " |")
+	}
+	b.WriteString(" frozen " + day(date))
+	return b.String()
+}

@@ -1,0 +1,206 @@
+package mdops
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// bytesOver4 is the fake token counter of the tests: one token per 4 bytes.
+func bytesOver4(s string) int { return len(s) / 4 }
+
+func TestEvictFacts(t *testing.T) {
+	now := date(2026, 3, 1)
+	// Each fact line "- fNN xxxxxxxxxxxxxxx" is 21 bytes + newline = 22.
+	const md = "# Facts: a1\n\n## A\n- f01 xxxxxxxxxxxxxxx\n- f02 xxxxxxxxxxxxxxx\n  - sub of f02 xxxxxxx\n- f03 xxxxxxxxxxxxxxx\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n"
+	used := map[string]time.Time{
+		"f01 xxxxxxxxxxxxxxx": now.AddDate(0, 0, -10), // fresh
+		"f02 xxxxxxxxxxxxxxx": now.AddDate(0, 0, -40), // stale
+		"f03 xxxxxxxxxxxxxxx": now.AddDate(0, 0, -31), // stale
+		"f04 xxxxxxxxxxxxxxx": now.AddDate(0, 0, -10), // fresh, same time as f01
+		"f05 xxxxxxxxxxxxxxx": now.AddDate(0, 0, -1),  // fresh
+	}
+	addedOrUsed := func(f Fact) time.Time { return used[f.Text] }
+	total := bytesOver4(md)
+
+	for _, tc := range []struct {
+		name    string
+		limit   int
+		evicted []string
+		want    string
+	}{
+		{"under limit: unchanged", total, nil, md},
+		{
+			"stale oldest first, only as many as needed", total - 1,
+			[]string{"f02 xxxxxxxxxxxxxxx"},
+			"# Facts: a1\n\n## A\n- f01 xxxxxxxxxxxxxxx\n- f03 xxxxxxxxxxxxxxx\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n",
+		},
+		{
+			"all stale", total - 12,
+			[]string{"f02 xxxxxxxxxxxxxxx", "f03 xxxxxxxxxxxxxxx"},
+			"# Facts: a1\n\n## A\n- f01 xxxxxxxxxxxxxxx\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n",
+		},
+		{
+			"then oldest fresh, ties by file order", total - 18,
+			[]string{"f02 xxxxxxxxxxxxxxx", "f03 xxxxxxxxxxxxxxx", "f01 xxxxxxxxxxxxxxx"},
+			"# Facts: a1\n\n## A\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n",
+		},
+		{
+			"everything, headings stay", 0,
+			[]string{"f02 xxxxxxxxxxxxxxx", "f03 xxxxxxxxxxxxxxx", "f01 xxxxxxxxxxxxxxx", "f04 xxxxxxxxxxxxxxx", "f05 xxxxxxxxxxxxxxx"},
+			"# Facts: a1\n\n## A\n\n## B\n",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kept, evicted := EvictFacts(md, tc.limit, bytesOver4, addedOrUsed, now)
+			require.Equal(t, tc.want, kept)
+			var texts []string
+			for _, f := range evicted {
+				texts = append(texts, f.Text)
+			}
+			require.Equal(t, tc.evicted, texts)
+			if tc.limit > 0 {
+				require.LessOrEqual(t, bytesOver4(kept), tc.limit)
+			}
+			if len(evicted) > 0 {
+				requireFile(t, kept)
+			}
+			// Deterministic and stable: evicting again at the same limit
+			// removes nothing more.
+			again, more := EvictFacts(kept, tc.limit, bytesOver4, addedOrUsed, now)
+			if tc.limit > 0 {
+				require.Equal(t, kept, again)
+				require.Empty(t, more)
+			}
+		})
+	}
+
+	_, evicted := EvictFacts(md, total-1, bytesOver4, addedOrUsed, now)
+	require.Equal(t, Fact{Section: "A", Text: "f02 xxxxxxxxxxxxxxx", Line: 5}, evicted[0], "line numbers refer to the input")
+	require.Equal(t, WhyStaleFact, FactEvictionReason(used[evicted[0].Text], now))
+	require.Equal(t, WhyOverLimit, FactEvictionReason(used["f01 xxxxxxxxxxxxxxx"], now))
+	require.Equal(t, WhyStaleFact, FactEvictionReason(time.Time{}, now))
+}
+
+func TestEvictFactsCountCalls(t *testing.T) {
+	md := "# Facts: a1\n\n## A\n"
+	for i := 0; i < 1000; i++ {
+		md += "- fact number " + time.Duration(i).String() + "\n"
+	}
+	calls := 0
+	count := func(s string) int { calls++; return bytesOver4(s) }
+	kept, evicted := EvictFacts(md, bytesOver4(md)/2, count, func(f Fact) time.Time { return time.Time{} }, day0)
+	require.LessOrEqual(t, bytesOver4(kept), bytesOver4(md)/2)
+	require.NotEmpty(t, evicted)
+	require.Less(t, calls, 20, "binary search, not one count per fact")
+	// Zero times tie everywhere: file order decides.
+	require.Equal(t, "fact number 0s", evicted[0].Text)
+}
+
+func TestEvictLoops(t *testing.T) {
+	now := date(2026, 3, 1)
+	md := "# Open Loops: a1\n\n## Critical\n" +
+		"- [ ] loop_001: critical and old — opened 2026-01-01 | priority: critical\n" +
+		"\n## Open\n" +
+		"- [ ] loop_002: low but young — opened 2026-02-20 | priority: low\n" +
+		"- [ ] loop_003: low and old — opened 2026-02-01 | priority: low\n" +
+		"- [ ] loop_004: low and older — opened 2026-01-10 | priority: low\n" +
+		"- [ ] loop_005: normal and old — opened 2026-01-01 | priority: normal\n" +
+		"- [ ] hand-written, no date\n" +
+		"\n## Closed\n" +
+		"- [x] loop_006: closed recently — closed 2026-02-25 | run_a | opened 2026-02-01 | priority: low\n" +
+		"- [x] loop_007: closed long ago — closed 2026-02-01 | run_b | opened 2026-01-01 | priority: low\n" +
+		"- [x] закрита вручну — закрита 2026-02-02 | run_c\n" +
+		"- [x] closed without date\n"
+	total := bytesOver4(md)
+	ids := func(ls []Loop) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.ID+l.Text)
+		}
+		return out
+	}
+
+	kept, closed, frozen := EvictLoops(md, total, bytesOver4, now)
+	require.Equal(t, md, kept)
+	require.Nil(t, closed)
+	require.Nil(t, frozen)
+
+	// Slightly over: closed loops older than 7 days go, nothing is frozen.
+	kept, closed, frozen = EvictLoops(md, total-1, bytesOver4, now)
+	require.Equal(t, []string{"loop_007closed long ago", "закрита вручну"}, ids(closed))
+	require.Nil(t, frozen)
+	require.NotContains(t, kept, "loop_007")
+	require.Contains(t, kept, "loop_006")
+	require.Contains(t, kept, "closed without date")
+	requireFile(t, kept)
+
+	// Far over: old low-priority loops are frozen, oldest first, and no
+	// other loop is touched even if the limit is still not met.
+	kept, closed, frozen = EvictLoops(md, 0, bytesOver4, now)
+	require.Len(t, closed, 2)
+	require.Equal(t, []string{"loop_004low and older", "loop_003low and old"}, ids(frozen))
+	require.Equal(t, 8, frozen[1].Line, "line numbers refer to the input")
+	require.Equal(t, "# Open Loops: a1\n\n## Critical\n"+
+		"- [ ] loop_001: critical and old — opened 2026-01-01 | priority: critical\n"+
+		"\n## Open\n"+
+		"- [ ] loop_002: low but young — opened 2026-02-20 | priority: low\n"+
+		"- [ ] loop_005: normal and old — opened 2026-01-01 | priority: normal\n"+
+		"- [ ] hand-written, no date\n"+
+		"\n## Closed\n"+
+		"- [x] loop_006: closed recently — closed 2026-02-25 | run_a | opened 2026-02-01 | priority: low\n"+
+		"- [x] closed without date\n", kept)
+
+	// Just enough over that freezing one loop suffices.
+	afterClosed, _, _ := EvictLoops(md, total-1, bytesOver4, now)
+	kept, _, frozen = EvictLoops(md, bytesOver4(afterClosed)-1, bytesOver4, now)
+	require.Equal(t, []string{"loop_004low and older"}, ids(frozen))
+	require.Contains(t, kept, "loop_003")
+}
+
+func TestEvictionRecordLines(t *testing.T) {
+	at := time.Date(2026, 3, 1, 23, 0, 0, 0, time.UTC)
+	require.Equal(t, "- MinIO has versioning — evicted 2026-03-01 (stale-fact)",
+		EvictedFactLine(Fact{Section: "Технічні знання", Text: "MinIO has versioning", Line: 9}, at, WhyStaleFact))
+	require.Equal(t, "- loop_003: Confirm MinIO versioning — opened 2026-02-01 | priority: low | frozen 2026-03-01",
+		FrozenLoopLine(Loop{ID: "loop_003", Text: "Confirm MinIO versioning", Priority: "low", Opened: date(2026, 2, 1)}, at))
+	require.Equal(t, "- hand-written — frozen 2026-03-01", FrozenLoopLine(Loop{Text: "hand-written"}, at))
+}
+
+// TestEvictionFlow is the write plane's sequence: evict, then record what
+// left Layer 1 in decisions.md.
+func TestEvictionFlow(t *testing.T) {
+	now := date(2026, 3, 1)
+	facts := readTestdata(t, "facts.md")
+	kept, evicted := EvictFacts(facts, bytesOver4(facts)-30, bytesOver4, func(f Fact) time.Time {
+		if f.Section == "Домен" {
+			return now.AddDate(0, -2, 0)
+		}
+		return now
+	}, now)
+	require.Len(t, evicted, 2)
+	var lines []string
+	for _, f := range evicted {
+		lines = append(lines, EvictedFactLine(f, now, FactEvictionReason(now.AddDate(0, -2, 0), now)))
+	}
+	decisions := AppendToDecisionsSection(readTestdata(t, "decisions.md"), "garden-bloom-curator", SectionEvictedFacts, lines)
+	require.Contains(t, decisions, "- Old fact about NotebookLM quotas — evicted 2026-02-11 (stale-fact)\n- Garden Bloom is a digital garden: notes are published from an Obsidian vault — evicted 2026-03-01 (stale-fact)\n- Notes move through the states seed → sprout → evergreen — evicted 2026-03-01 (stale-fact)\n")
+	require.NotContains(t, kept, "digital garden")
+	require.NotContains(t, kept, "evergreen")
+	require.Contains(t, kept, "## Домен\n\n## Технічні знання")
+}
+
+func TestEvictNothingToRemove(t *testing.T) {
+	now := date(2026, 3, 1)
+	facts := "# Facts: a1\n\n## A\n"
+	kept, evicted := EvictFacts(facts, 0, bytesOver4, func(Fact) time.Time { return now }, now)
+	require.Equal(t, facts, kept)
+	require.Nil(t, evicted)
+
+	loops := "# Open Loops: a1\n\n## Critical\n- [ ] loop_001: x — opened 2026-01-01 | priority: critical\n"
+	kept, closed, frozen := EvictLoops(loops, 0, bytesOver4, now)
+	require.Equal(t, loops, kept, "only closed and old low-priority loops are evictable")
+	require.Nil(t, closed)
+	require.Nil(t, frozen)
+}

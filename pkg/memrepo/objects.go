@@ -1,0 +1,525 @@
+package memrepo
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// objectStore reads and writes the repository's object database (objects/)
+// directly instead of going through go-git's filesystem storage, for three
+// reasons:
+//
+//   - go-git loads the list of pack indexes once and never notices packs that
+//     appear later (git gc, git repack, or a push of receive.unpackLimit or
+//     more objects, which git keeps as a pack). A long-lived reader would
+//     then fail to find objects the git binary wrote. objectStore rescans
+//     objects/pack whenever a lookup misses, the way git itself does
+//     (reprepare_packed_git).
+//   - go-git's lazy index loading mutates shared maps without a lock, so one
+//     go-git Repository is not safe for concurrent readers. Here the pack
+//     list is guarded by a mutex and everything else is immutable or
+//     goroutine-safe (idxfile.MemoryIndex, cache.ObjectLRU).
+//   - go-git's loose-object writer never fsyncs, so an object could be lost
+//     or truncated by a power failure after the ref already points at it.
+//     writeLoose follows git's own durable write protocol instead.
+//
+// Objects are immutable, so caching them by hash is always correct; refs are
+// never cached anywhere in this package.
+//
+// objectStore implements storer.EncodedObjectStorer (read-only) so that
+// decoded *object.Commit and *object.Tree values handed to callers can still
+// use their storer-backed methods (Tree(), Parents(), File(), ...) safely.
+type objectStore struct {
+	dir   string       // absolute path of <repo>/objects
+	cache cache.Object // goroutine-safe LRU of decoded-to-memory objects
+
+	mu          sync.Mutex
+	packs       []*packIndex // snapshot, replaced (never mutated) on rescan
+	packsLoaded bool
+}
+
+// packIndex is one loaded pack .idx. MemoryIndex is safe for concurrent use.
+type packIndex struct {
+	name string // "pack-<sha>", without extension
+	idx  *idxfile.MemoryIndex
+}
+
+// objectCacheSize bounds the in-memory object cache. Memory files are small
+// (a few KiB), so this holds the hot trees and blobs of thousands of agents.
+const objectCacheSize = 64 * cache.MiByte
+
+func newObjectStore(gitDir string) *objectStore {
+	return &objectStore{
+		dir:   filepath.Join(gitDir, "objects"),
+		cache: cache.NewObjectLRU(objectCacheSize),
+	}
+}
+
+var _ storer.EncodedObjectStorer = (*objectStore)(nil)
+
+// errReadOnlyStore is returned by the storer methods that would modify the
+// object database: every write must go through Repo.Commit, which knows how
+// to make it durable.
+var errReadOnlyStore = errors.New("memrepo: object store is read-only; use Repo.Commit")
+
+// NewEncodedObject implements storer.EncodedObjectStorer.
+func (s *objectStore) NewEncodedObject() plumbing.EncodedObject { return &plumbing.MemoryObject{} }
+
+// SetEncodedObject implements storer.EncodedObjectStorer; it always fails.
+func (s *objectStore) SetEncodedObject(plumbing.EncodedObject) (plumbing.Hash, error) {
+	return plumbing.ZeroHash, errReadOnlyStore
+}
+
+// IterEncodedObjects implements storer.EncodedObjectStorer; enumerating the
+// whole object database is never needed by memory services.
+func (s *objectStore) IterEncodedObjects(plumbing.ObjectType) (storer.EncodedObjectIter, error) {
+	return nil, errors.New("memrepo: iterating all objects is not supported")
+}
+
+// AddAlternate implements storer.EncodedObjectStorer; it always fails.
+func (s *objectStore) AddAlternate(string) error { return errReadOnlyStore }
+
+// HasEncodedObject implements storer.EncodedObjectStorer.
+func (s *objectStore) HasEncodedObject(h plumbing.Hash) error {
+	_, err := s.get(plumbing.AnyObject, h)
+	return err
+}
+
+// EncodedObjectSize implements storer.EncodedObjectStorer.
+func (s *objectStore) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	o, err := s.get(plumbing.AnyObject, h)
+	if err != nil {
+		return 0, err
+	}
+	return o.Size(), nil
+}
+
+// EncodedObject implements storer.EncodedObjectStorer.
+func (s *objectStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	return s.get(t, h)
+}
+
+// get returns the object h if it exists and has type t (any type for
+// plumbing.AnyObject), and otherwise an error wrapping
+// plumbing.ErrObjectNotFound. The returned object may be shared through the
+// cache: callers must only read it.
+func (s *objectStore) get(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	o, err := s.lookup(h)
+	if err != nil {
+		return nil, err
+	}
+	if t != plumbing.AnyObject && o.Type() != t {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	return o, nil
+}
+
+func (s *objectStore) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o, ok := s.cache.Get(h); ok {
+		return o, nil
+	}
+	// Two rounds: the second one rescans objects/pack. Loose objects are
+	// retried too because git gc first writes a pack and then deletes the
+	// loose files, so an object can move from "loose" to "in a pack we have
+	// not seen yet" between our two probes.
+	for round := 0; round < 2; round++ {
+		o, err := s.readLoose(h)
+		if err == nil {
+			s.cache.Put(o) // computes o.Hash() before the object is shared
+			return o, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("memrepo: read loose object %s: %w", h, err)
+		}
+		packs, err := s.packList(round > 0)
+		if err != nil {
+			return nil, err
+		}
+		o, err = s.readPacked(packs, h)
+		if err == nil {
+			s.cache.Put(o)
+			return o, nil
+		}
+		// fs.ErrNotExist: a pack we knew about was deleted by a repack.
+		if !errors.Is(err, plumbing.ErrObjectNotFound) && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("memrepo: read packed object %s: %w", h, err)
+		}
+	}
+	return nil, plumbing.ErrObjectNotFound
+}
+
+// loosePath returns objects/xx/yyyy... for h.
+func (s *objectStore) loosePath(h plumbing.Hash) string {
+	hx := h.String()
+	return filepath.Join(s.dir, hx[:2], hx[2:])
+}
+
+func (s *objectStore) readLoose(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	f, err := os.Open(s.loosePath(h))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := objfile.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	t, size, err := r.Header()
+	if err != nil {
+		return nil, err
+	}
+	o := &plumbing.MemoryObject{}
+	o.SetType(t)
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	if _, err := o.Write(buf); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// readPacked looks h up in the given packs. It returns an error wrapping
+// fs.ErrNotExist if the pack holding h has disappeared (repacked).
+func (s *objectStore) readPacked(packs []*packIndex, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	for _, p := range packs {
+		off, err := p.idx.FindOffset(h)
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(filepath.Join(s.dir, "pack", p.name+".pack"))
+		if err != nil {
+			return nil, err
+		}
+		// A nil filesystem makes go-git return fully materialised
+		// MemoryObjects instead of FSObjects that re-open the pack later
+		// (which may be gone by then).
+		pf := packfile.NewPackfileWithCache(p.idx, nil, billyFile{f}, s.cache, 0)
+		o, err := pf.GetByOffset(off)
+		_ = pf.Close()
+		if err != nil {
+			return nil, err
+		}
+		return o, nil
+	}
+	return nil, plumbing.ErrObjectNotFound
+}
+
+// billyFile adapts *os.File to billy.File (go-git's packfile reader wants
+// Lock/Unlock, which it never calls for reading).
+type billyFile struct{ *os.File }
+
+func (billyFile) Lock() error   { return nil }
+func (billyFile) Unlock() error { return nil }
+
+// packList returns the current pack indexes, loading them on first use and
+// rescanning objects/pack when rescan is set. Indexes already loaded are
+// reused, so a rescan costs one readdir plus the new .idx files.
+func (s *objectStore) packList(rescan bool) ([]*packIndex, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.packsLoaded && !rescan {
+		return s.packs, nil
+	}
+	packDir := filepath.Join(s.dir, "pack")
+	names, err := readDirNames(packDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("memrepo: list packs: %w", err)
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	old := make(map[string]*packIndex, len(s.packs))
+	for _, p := range s.packs {
+		old[p.name] = p
+	}
+	var packs []*packIndex
+	for _, n := range names {
+		base, ok := strings.CutSuffix(n, ".idx")
+		// git renames the .pack into place before the .idx, and only
+		// packs with both files are usable.
+		if !ok || !strings.HasPrefix(base, "pack-") || !have[base+".pack"] {
+			continue
+		}
+		if p := old[base]; p != nil {
+			packs = append(packs, p)
+			continue
+		}
+		idx, err := loadPackIndex(filepath.Join(packDir, n))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted by a concurrent repack
+		}
+		if err != nil {
+			return nil, fmt.Errorf("memrepo: load %s: %w", n, err)
+		}
+		packs = append(packs, &packIndex{name: base, idx: idx})
+	}
+	s.packs = packs // a new slice: earlier snapshots stay valid for readers
+	s.packsLoaded = true
+	return packs, nil
+}
+
+func loadPackIndex(path string) (*idxfile.MemoryIndex, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+		return nil, err
+	}
+	return idx, nil
+}
+
+func readDirNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
+// hashesWithPrefix returns every object (loose or packed) whose hex name
+// starts with prefix (lower-case hex, at least 2 digits).
+func (s *objectStore) hashesWithPrefix(prefix string) ([]plumbing.Hash, error) {
+	seen := map[plumbing.Hash]bool{}
+	var out []plumbing.Hash
+	add := func(h plumbing.Hash) {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	names, err := readDirNames(filepath.Join(s.dir, prefix[:2]))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, n := range names {
+		if len(n) == 38 && strings.HasPrefix(n, prefix[2:]) {
+			if h, ok := parseHash(prefix[:2] + n); ok {
+				add(h)
+			}
+		}
+	}
+
+	// Rescan so that objects packed since the last lookup are included.
+	packs, err := s.packList(true)
+	if err != nil {
+		return nil, err
+	}
+	lower, err := hex.DecodeString((prefix + strings.Repeat("0", 40))[:40])
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range packs {
+		bucket := p.idx.FanoutMapping[lower[0]]
+		if bucket < 0 || bucket >= len(p.idx.Names) {
+			continue
+		}
+		// Names holds the sorted 20-byte hashes sharing a first byte, so
+		// all matches are one contiguous run found by binary search.
+		names := p.idx.Names[bucket]
+		n := len(names) / 20
+		i := sort.Search(n, func(i int) bool { return bytes.Compare(names[i*20:i*20+20], lower) >= 0 })
+		for ; i < n; i++ {
+			var h plumbing.Hash
+			copy(h[:], names[i*20:i*20+20])
+			if !strings.HasPrefix(h.String(), prefix) {
+				break
+			}
+			add(h)
+		}
+	}
+	return out, nil
+}
+
+// parseHash parses a full 40-digit lower- or upper-case hex object name.
+func parseHash(s string) (plumbing.Hash, bool) {
+	var h plumbing.Hash
+	if len(s) != 40 {
+		return h, false
+	}
+	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
+		return h, false
+	}
+	return h, true
+}
+
+// writeLoose makes every object in objs durable as a loose object before it
+// returns, following git's protocol so that a crash at any instant leaves
+// either no object file or a complete one:
+//
+//  1. write the zlib-compressed "<type> <size>\x00<content>" to a temp file
+//     named tmp_obj_* in the object's fan-out directory (the prefix git fsck
+//     and git prune recognise as in-progress garbage),
+//  2. fsync it and rename it to objects/xx/yyyy...,
+//  3. fsync every fan-out directory touched, and objects/ itself, so the
+//     new names are durable too.
+//
+// Objects that already exist as loose files are not rewritten; their mtime
+// is refreshed instead, as git does, so a concurrent `git prune` does not
+// expire an old unreachable copy we are about to reference. The objects are
+// written concurrently: with one fsync per file, letting the filesystem
+// batch them into a single journal commit is what makes hundreds of commits
+// per second possible.
+func (s *objectStore) writeLoose(objs []*plumbing.MemoryObject) error {
+	type result struct {
+		dir string
+		err error
+	}
+	results := make([]result, len(objs))
+	var wg sync.WaitGroup
+	for i, o := range objs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dir, err := s.writeOne(o)
+			results[i] = result{dir, err}
+		}()
+	}
+	wg.Wait()
+
+	// objects/ itself is synced every time, not only when we created a
+	// fan-out directory: one created moments ago by git (which does not
+	// fsync loose objects by default) may not be durable yet. Syncing a
+	// directory with nothing dirty is cheap.
+	dirs := map[string]bool{s.dir: true}
+	for _, r := range results {
+		if r.err != nil {
+			return r.err
+		}
+		if r.dir != "" {
+			dirs[r.dir] = true
+		}
+	}
+	errs := make(chan error, len(dirs))
+	for d := range dirs {
+		go func() { errs <- syncDir(d) }()
+	}
+	var first error
+	for range dirs {
+		if err := <-errs; err != nil && first == nil {
+			first = fmt.Errorf("memrepo: sync object directory: %w", err)
+		}
+	}
+	return first
+}
+
+// writeOne writes a single loose object. It returns the fan-out directory
+// that needs an fsync ("" if nothing was renamed into it).
+func (s *objectStore) writeOne(o *plumbing.MemoryObject) (string, error) {
+	h := o.Hash()
+	final := s.loosePath(h)
+	if _, err := os.Lstat(final); err == nil {
+		now := time.Now()
+		if os.Chtimes(final, now, now) == nil {
+			return "", nil
+		}
+		// Not ours to touch (e.g. written by another user): rewrite it.
+	}
+	dir := filepath.Dir(final)
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("memrepo: create %s: %w", dir, err)
+	}
+
+	data, err := compressObject(o)
+	if err != nil {
+		return "", fmt.Errorf("memrepo: compress object %s: %w", h, err)
+	}
+	// 0444 like git: objects are immutable. The descriptor returned by an
+	// O_CREATE open is writable regardless of the new file's mode.
+	tmp, f, err := createTemp(dir, "tmp_obj_", 0o444)
+	if err != nil {
+		return "", fmt.Errorf("memrepo: create temp object: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return "", fmt.Errorf("memrepo: write object %s: %w", h, err)
+	}
+	if err := f.Sync(); err != nil {
+		return "", fmt.Errorf("memrepo: sync object %s: %w", h, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("memrepo: close object %s: %w", h, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return "", fmt.Errorf("memrepo: rename object %s: %w", h, err)
+	}
+	ok = true
+	return dir, nil
+}
+
+// createTemp creates a new file dir/<prefix><random> with O_EXCL and mode.
+// os.CreateTemp cannot be used because it forces mode 0600.
+func createTemp(dir, prefix string, mode os.FileMode) (string, *os.File, error) {
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if err == nil {
+			return name, f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || try >= 100 {
+			return "", nil, err
+		}
+	}
+}
+
+// zlibPool recycles compressors; zlib.NewWriterLevel allocates ~256 KiB.
+var zlibPool = sync.Pool{New: func() any {
+	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return w
+}}
+
+// compressObject returns the loose-object encoding of o. BestSpeed matches
+// git's default core.looseCompression (1): loose objects are short-lived
+// until git gc packs them, so speed matters more than size.
+func compressObject(o *plumbing.MemoryObject) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := zlibPool.Get().(*zlib.Writer)
+	defer zlibPool.Put(zw)
+	zw.Reset(&buf)
+	fmt.Fprintf(zw, "%s %d\x00", o.Type(), o.Size())
+	r, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if _, err := io.Copy(zw, r); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,455 @@
+package memrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+var (
+	// ErrRevisionNotFound means a revision or commit hash does not name a
+	// commit in the repository (unknown, ambiguous, not a commit, or
+	// walking past the root with ~N).
+	ErrRevisionNotFound = errors.New("memrepo: revision not found")
+	// ErrStopWalk may be returned by a Walk callback to end the walk early;
+	// Walk then returns nil.
+	ErrStopWalk = errors.New("memrepo: stop walk")
+)
+
+// The read side goes through objectStore (see objects.go) rather than
+// go-git's storage so that it is safe for concurrent use and sees objects
+// the git binary packs or pushes after the Repo was opened. Refs are read
+// from disk on every call.
+
+// commitObject loads and decodes commit h. The result is backed by r.objs, so
+// its Tree()/Parents() methods work and are goroutine-safe.
+func (r *Repo) commitObject(h plumbing.Hash) (*object.Commit, error) {
+	o, err := r.objs.get(plumbing.CommitObject, h)
+	if err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil, fmt.Errorf("%w: no commit %s: %w", ErrRevisionNotFound, h, err)
+		}
+		return nil, err
+	}
+	c, err := object.DecodeCommit(r.objs, o)
+	if err != nil {
+		return nil, fmt.Errorf("memrepo: decode commit %s: %w", h, err)
+	}
+	return c, nil
+}
+
+// treeEntries returns the entries of tree h (none for the zero hash, which
+// stands for "no tree", e.g. the parent of a root commit).
+func (r *Repo) treeEntries(h plumbing.Hash) ([]object.TreeEntry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	o, err := r.objs.get(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
+	}
+	var t object.Tree
+	if err := t.Decode(o); err != nil {
+		return nil, fmt.Errorf("memrepo: decode tree %s: %w", h, err)
+	}
+	return t.Entries, nil
+}
+
+// lookupPath walks from root tree to the entry for path, one tree per
+// segment. It returns ok=false if some segment is missing or a non-final
+// segment is not a directory.
+func (r *Repo) lookupPath(root plumbing.Hash, path string) (object.TreeEntry, bool, error) {
+	cur := object.TreeEntry{Mode: filemode.Dir, Hash: root}
+	for seg := range strings.SplitSeq(path, "/") {
+		if cur.Mode != filemode.Dir {
+			return object.TreeEntry{}, false, nil
+		}
+		entries, err := r.treeEntries(cur.Hash)
+		if err != nil {
+			return object.TreeEntry{}, false, err
+		}
+		found := false
+		for _, e := range entries {
+			if e.Name == seg {
+				cur, found = e, true
+				break
+			}
+		}
+		if !found {
+			return object.TreeEntry{}, false, nil
+		}
+	}
+	return cur, true, nil
+}
+
+// ReadFile returns the content of the file at path in commit. It fails with
+// ErrFileNotFound if there is no such file (a directory is not a file),
+// ErrInvalidPath for a malformed path and ErrRevisionNotFound for an unknown
+// commit. A symlink's content is its target, as in git.
+func (r *Repo) ReadFile(ctx context.Context, commit plumbing.Hash, path string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := CheckPath(path); err != nil {
+		return nil, err
+	}
+	c, err := r.commitObject(commit)
+	if err != nil {
+		return nil, err
+	}
+	e, ok, err := r.lookupPath(c.TreeHash, path)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || !e.Mode.IsFile() {
+		return nil, fmt.Errorf("%w: %s at %s", ErrFileNotFound, path, commit)
+	}
+	o, err := r.objs.get(plumbing.BlobObject, e.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("memrepo: read blob %s (%s): %w", e.Hash, path, err)
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	// A copy: the cached object must stay immutable.
+	buf := make([]byte, o.Size())
+	if _, err := io.ReadFull(rd, buf); err != nil {
+		return nil, fmt.Errorf("memrepo: read blob %s (%s): %w", e.Hash, path, err)
+	}
+	return buf, nil
+}
+
+// ListFiles returns every file under dir in commit, recursively, as sorted
+// repository-relative paths (e.g. "memory/agent-1/facts.md"). dir "" or "."
+// means the whole repository; a trailing '/' is accepted. A directory that
+// does not exist yields an empty list (a new agent simply has no files); a
+// dir that names a file is ErrInvalidPath. Submodule entries are skipped.
+func (r *Repo) ListFiles(ctx context.Context, commit plumbing.Hash, dir string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "." {
+		dir = ""
+	}
+	if dir != "" {
+		if err := CheckPath(dir); err != nil {
+			return nil, err
+		}
+	}
+	c, err := r.commitObject(commit)
+	if err != nil {
+		return nil, err
+	}
+	tree := c.TreeHash
+	prefix := ""
+	if dir != "" {
+		e, ok, err := r.lookupPath(c.TreeHash, dir)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return []string{}, nil
+		}
+		if e.Mode != filemode.Dir {
+			return nil, fmt.Errorf("%w %q: is a file, not a directory", ErrInvalidPath, dir)
+		}
+		tree, prefix = e.Hash, dir+"/"
+	}
+	out := []string{}
+	if err := r.collectFiles(ctx, tree, prefix, &out); err != nil {
+		return nil, err
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// collectFiles appends every file below tree to out, each prefixed.
+func (r *Repo) collectFiles(ctx context.Context, tree plumbing.Hash, prefix string, out *[]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	entries, err := r.treeEntries(tree)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		switch {
+		case e.Mode == filemode.Dir:
+			if err := r.collectFiles(ctx, e.Hash, prefix+e.Name+"/", out); err != nil {
+				return err
+			}
+		case e.Mode.IsFile():
+			*out = append(*out, prefix+e.Name)
+		}
+	}
+	return nil
+}
+
+// CommitInfo returns commit h (message, author, committer, parents, tree).
+// An unknown hash, or one that is not a commit, is ErrRevisionNotFound.
+func (r *Repo) CommitInfo(ctx context.Context, h plumbing.Hash) (*object.Commit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return r.commitObject(h)
+}
+
+// ChangedFiles returns the sorted paths of the files that commit h added,
+// modified (content or mode) or deleted relative to its first parent; for a
+// root commit, every file. Unchanged subtrees are skipped by hash, so the
+// cost is proportional to the size of the change, not of the repository.
+func (r *Repo) ChangedFiles(ctx context.Context, h plumbing.Hash) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := r.commitObject(h)
+	if err != nil {
+		return nil, err
+	}
+	var parentTree plumbing.Hash
+	if len(c.ParentHashes) > 0 {
+		p, err := r.commitObject(c.ParentHashes[0])
+		if err != nil {
+			return nil, err
+		}
+		parentTree = p.TreeHash
+	}
+	set := map[string]bool{}
+	if err := r.diffTrees(ctx, "", parentTree, c.TreeHash, set); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// diffTrees adds to set every file path that differs between trees a and b
+// (either may be zero, meaning empty).
+func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash, set map[string]bool) error {
+	if a == b {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ea, err := r.treeEntries(a)
+	if err != nil {
+		return err
+	}
+	eb, err := r.treeEntries(b)
+	if err != nil {
+		return err
+	}
+	byName := make(map[string]object.TreeEntry, len(ea))
+	for _, e := range ea {
+		byName[e.Name] = e
+	}
+	// all adds every file at or below entry e (one side of a change).
+	all := func(e object.TreeEntry) error {
+		if e.Mode == filemode.Dir {
+			return r.diffTrees(ctx, prefix+e.Name+"/", plumbing.ZeroHash, e.Hash, set)
+		}
+		set[prefix+e.Name] = true
+		return nil
+	}
+	for _, nb := range eb {
+		na, ok := byName[nb.Name]
+		delete(byName, nb.Name)
+		switch {
+		case !ok:
+			err = all(nb)
+		case na.Hash == nb.Hash && na.Mode == nb.Mode:
+			continue
+		case na.Mode == filemode.Dir && nb.Mode == filemode.Dir:
+			err = r.diffTrees(ctx, prefix+nb.Name+"/", na.Hash, nb.Hash, set)
+		default: // file changed, or a file replaced a directory or vice versa
+			if err = all(na); err == nil {
+				err = all(nb)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, na := range byName { // deleted on b's side
+		if err := all(na); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Walk calls fn for from and then each first parent, newest to oldest, until
+// the root commit. If fn returns ErrStopWalk (possibly wrapped) the walk
+// stops and Walk returns nil; any other error stops it and is returned as
+// is. Merges made by people are followed along their first parent only,
+// which is main's own history.
+func (r *Repo) Walk(ctx context.Context, from plumbing.Hash, fn func(c *object.Commit) error) error {
+	h := from
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c, err := r.commitObject(h)
+		if err != nil {
+			return err
+		}
+		if err := fn(c); err != nil {
+			if errors.Is(err, ErrStopWalk) {
+				return nil
+			}
+			return err
+		}
+		if len(c.ParentHashes) == 0 {
+			return nil
+		}
+		h = c.ParentHashes[0]
+	}
+}
+
+// minAbbrev is the shortest abbreviated hash ResolveRevision accepts (git's
+// own minimum).
+const minAbbrev = 4
+
+// ResolveRevision resolves a revision to a commit hash. Supported forms:
+//
+//   - "HEAD" (or "@"), "main", "heads/main", "refs/heads/main" (read from disk on
+//     every call, so commits pushed with git are seen at once);
+//   - a full 40-digit or abbreviated (at least 4 digits, unambiguous among
+//     commits) hex hash;
+//   - any of the above followed by "~N" / "~" (N-th first-parent ancestor)
+//     and "^N" / "^" (N-th parent, "^0" the commit itself), repeatable:
+//     "HEAD~2", "abc1234~1^2".
+//
+// Anything else, unknown or ambiguous hashes, non-commit objects and
+// ancestors beyond the root are ErrRevisionNotFound.
+func (r *Repo) ResolveRevision(ctx context.Context, rev string) (plumbing.Hash, error) {
+	if err := ctx.Err(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	notFound := func(why string) (plumbing.Hash, error) {
+		return plumbing.ZeroHash, fmt.Errorf("%w: %q: %s", ErrRevisionNotFound, rev, why)
+	}
+	cut := strings.IndexAny(rev, "~^")
+	if cut < 0 {
+		cut = len(rev)
+	}
+	base, suffix := rev[:cut], rev[cut:]
+
+	h, err := r.resolveBase(base)
+	if err == nil {
+		_, err = r.objs.get(plumbing.CommitObject, h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return notFound("no such commit")
+		}
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("%w (resolving %q)", err, rev)
+	}
+	c, err := r.commitObject(h)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+
+	for suffix != "" {
+		op := suffix[0]
+		digits := 1
+		for digits < len(suffix) && suffix[digits] >= '0' && suffix[digits] <= '9' {
+			digits++
+		}
+		n := 1
+		if digits > 1 {
+			if n, err = strconv.Atoi(suffix[1:digits]); err != nil {
+				return notFound("bad number in " + suffix[:digits])
+			}
+		}
+		suffix = suffix[digits:]
+		if op != '~' && op != '^' {
+			return notFound("unsupported syntax")
+		}
+		if op == '^' {
+			if n == 0 {
+				continue
+			}
+			if n > len(c.ParentHashes) {
+				return notFound(fmt.Sprintf("%s has no parent %d", c.Hash, n))
+			}
+			if c, err = r.commitObject(c.ParentHashes[n-1]); err != nil {
+				return plumbing.ZeroHash, err
+			}
+			continue
+		}
+		for range n {
+			if err := ctx.Err(); err != nil {
+				return plumbing.ZeroHash, err
+			}
+			if len(c.ParentHashes) == 0 {
+				return notFound("walks past the root commit")
+			}
+			if c, err = r.commitObject(c.ParentHashes[0]); err != nil {
+				return plumbing.ZeroHash, err
+			}
+		}
+	}
+	return c.Hash, nil
+}
+
+// resolveBase resolves a revision without ~/^ suffixes to an object hash.
+func (r *Repo) resolveBase(base string) (plumbing.Hash, error) {
+	var ref plumbing.ReferenceName
+	switch base {
+	case "HEAD", "@":
+		ref = plumbing.HEAD
+	case "main", "heads/main", string(MainBranch):
+		ref = MainBranch
+	}
+	if ref != "" {
+		h, err := r.readRef(ref)
+		if errors.Is(err, errRefNotFound) {
+			return plumbing.ZeroHash, fmt.Errorf("%w: %s does not resolve", ErrRevisionNotFound, ref)
+		}
+		return h, err
+	}
+
+	hexs := strings.ToLower(base)
+	if len(hexs) < minAbbrev || len(hexs) > 40 || strings.Trim(hexs, "0123456789abcdef") != "" {
+		return plumbing.ZeroHash, fmt.Errorf("%w: not a ref or hex hash", ErrRevisionNotFound)
+	}
+	if h, ok := parseHash(hexs); ok {
+		return h, nil // existence and type are checked by the caller
+	}
+	cands, err := r.objs.hashesWithPrefix(hexs)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	// Like git for commit-ish contexts, only commits count when deciding
+	// whether an abbreviation is ambiguous.
+	var found []plumbing.Hash
+	for _, h := range cands {
+		if _, err := r.objs.get(plumbing.CommitObject, h); err == nil {
+			found = append(found, h)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return plumbing.ZeroHash, fmt.Errorf("%w: no commit starts with %s", ErrRevisionNotFound, hexs)
+	case 1:
+		return found[0], nil
+	default:
+		return plumbing.ZeroHash, fmt.Errorf("%w: %s is ambiguous (%d commits)", ErrRevisionNotFound, hexs, len(found))
+	}
+}

@@ -1,0 +1,422 @@
+package memrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+var (
+	// ErrNoChanges means the changes would produce a tree identical to the
+	// parent's; no commit is created and main is not touched.
+	ErrNoChanges = errors.New("memrepo: commit would not change anything")
+	// ErrFileNotFound means a file does not exist at the given commit (or
+	// the path names a directory): returned by ReadFile, and by Commit for
+	// a Delete of a missing file.
+	ErrFileNotFound = errors.New("memrepo: file not found")
+	// ErrInvalidCommit means a CommitRequest is malformed (zero parent, empty
+	// message, an identity git would reject, ...). Path problems are
+	// reported as ErrInvalidPath instead.
+	ErrInvalidCommit = errors.New("memrepo: invalid commit request")
+)
+
+// Change is one file-level edit of a commit.
+type Change struct {
+	// Path is the file path relative to the repository root, '/'-separated;
+	// see CheckPath for the rules.
+	Path string
+	// Content is the new file content (a regular, non-executable file
+	// unless the existing file is executable). Ignored when Delete is set.
+	Content []byte
+	// Delete removes the file; directories left empty disappear with it.
+	Delete bool
+}
+
+// Signature identifies the author or committer of a commit.
+type Signature struct {
+	Name, Email string
+	When        time.Time
+}
+
+// CommitRequest describes one commit on main.
+type CommitRequest struct {
+	// Parent is the head the changes were computed against; the commit
+	// only lands if main still points at it (compare-and-swap).
+	Parent plumbing.Hash
+	// Changes are applied in order, so a later change to the same path
+	// wins. At least one must alter the tree.
+	Changes []Change
+	// Message is the commit message, e.g. "memory-update: <agentId> /
+	// run_<id> / proposal_<id>". A trailing newline is added if missing,
+	// as the git CLI does.
+	Message string
+	// Author defaults to DefaultAuthorName/DefaultAuthorEmail and the
+	// current time for empty fields. A zero Committer copies Author;
+	// otherwise its empty fields get the same defaults.
+	Author, Committer Signature
+}
+
+// Commit applies req.Changes to the tree of req.Parent and, if main still
+// points at req.Parent, makes the result the new head of main as exactly one
+// commit. It returns the new commit's hash.
+//
+// Errors (test with errors.Is): ErrInvalidPath, ErrInvalidCommit,
+// ErrFileNotFound (Delete of a missing file), ErrNoChanges, ErrHeadMoved
+// (main is no longer req.Parent: nothing changed, rebuild and retry),
+// ErrLocked (refs/heads/main.lock held for too long), ErrNoMainBranch.
+//
+// Durability and atomicity: Commit takes refs/heads/main.lock (git's own
+// lock protocol) and checks main, then writes all new objects as loose
+// objects, fsyncing files and directories, while the new ref value is
+// fsynced in the lock file. Only when all of that is on disk is the lock
+// renamed over refs/heads/main (and refs/heads fsynced). A crash at any
+// instant therefore leaves main at either the old or the new commit, with
+// every object it needs present; at worst some unreferenced objects, temp
+// files (tmp_obj_*, removed by git gc) and a stale main.lock remain (see
+// RecoverStaleLock). Once Commit returns successfully the commit is
+// durable. The lock is held only for those few fsyncs, never while trees
+// are being built. In the one case where main has moved but the final
+// directory fsync failed, Commit returns the new hash together with the
+// error.
+//
+// Commits from one Repo are serialised by a mutex; commits from other
+// processes (including `git push`) are serialised by the ref lock.
+func (r *Repo) Commit(ctx context.Context, req CommitRequest) (plumbing.Hash, error) {
+	if err := ctx.Err(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	commit, err := req.commitObject()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, c := range req.Changes {
+		if err := CheckPath(c.Path); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+
+	// Cheap early check: a stale parent fails before any object is built
+	// or written. The authoritative check happens again under the ref lock.
+	head, err := r.readMain()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if head != req.Parent {
+		return plumbing.ZeroHash, fmt.Errorf("%w: main is %s, parent was %s", ErrHeadMoved, head, req.Parent)
+	}
+	parent, err := r.commitObject(req.Parent)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+
+	b, err := newTreeBuilder(r.objs, parent.TreeHash)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, c := range req.Changes {
+		if c.Delete {
+			err = b.remove(c.Path)
+		} else {
+			err = b.put(c.Path, c.Content)
+		}
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	rootHash, err := b.build()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if rootHash == parent.TreeHash {
+		return plumbing.ZeroHash, ErrNoChanges
+	}
+
+	commit.TreeHash = rootHash
+	commit.ParentHashes = []plumbing.Hash{req.Parent}
+	co := &plumbing.MemoryObject{}
+	if err := commit.Encode(co); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("memrepo: encode commit: %w", err)
+	}
+	objs := append(b.objects, co)
+
+	// Last cancellation point (besides the lock wait): past the lock the
+	// remaining work is a few fsyncs, and finishing beats leaving garbage.
+	if err := ctx.Err(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h := co.Hash()
+	lock, err := r.lockMain(ctx, req.Parent)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer lock.release()
+	// The lock file's content is invisible until the rename, so it can be
+	// fsynced concurrently with the objects.
+	lockErr := make(chan error, 1)
+	go func() { lockErr <- lock.write(h) }()
+	objErr := r.objs.writeLoose(objs)
+	if err := errors.Join(objErr, <-lockErr); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	// The next commit reads these trees back as its parent: keep them hot.
+	for _, o := range objs {
+		r.objs.cache.Put(o)
+	}
+	if err := lock.commit(); err != nil {
+		if lock.renamed {
+			return h, err // main moved; only its durability is in doubt
+		}
+		return plumbing.ZeroHash, err
+	}
+	return h, nil
+}
+
+// commitObject validates the request's metadata and returns the commit to
+// encode (without tree and parent). Identities are checked against what
+// `git fsck --strict` accepts, since go-git would encode anything.
+func (req *CommitRequest) commitObject() (*object.Commit, error) {
+	if req.Parent.IsZero() {
+		return nil, fmt.Errorf("%w: zero parent (main always has a commit)", ErrInvalidCommit)
+	}
+	if strings.TrimSpace(req.Message) == "" {
+		return nil, fmt.Errorf("%w: empty message", ErrInvalidCommit)
+	}
+	if strings.IndexByte(req.Message, 0) >= 0 {
+		return nil, fmt.Errorf("%w: message contains NUL", ErrInvalidCommit)
+	}
+	msg := req.Message
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	now := time.Now()
+	author := fillSignature(req.Author, now)
+	committer := author
+	if req.Committer != (Signature{}) {
+		committer = fillSignature(req.Committer, now)
+	}
+	for _, s := range []object.Signature{author, committer} {
+		if strings.ContainsAny(s.Name, "<>\n\x00") || strings.ContainsAny(s.Email, "<>\n\x00") {
+			return nil, fmt.Errorf("%w: identity %q <%q> contains '<', '>', newline or NUL", ErrInvalidCommit, s.Name, s.Email)
+		}
+		if s.When.Unix() < 0 {
+			return nil, fmt.Errorf("%w: time %v is before 1970", ErrInvalidCommit, s.When)
+		}
+	}
+	return &object.Commit{Author: author, Committer: committer, Message: msg}, nil
+}
+
+func fillSignature(s Signature, now time.Time) object.Signature {
+	if s.Name == "" {
+		s.Name = DefaultAuthorName
+	}
+	if s.Email == "" {
+		s.Email = DefaultAuthorEmail
+	}
+	if s.When.IsZero() {
+		s.When = now
+	}
+	return object.Signature{Name: s.Name, Email: s.Email, When: s.When}
+}
+
+// treeBuilder applies changes to a tree, loading only the trees on the
+// changed paths (path-by-path, never a whole recursive tree) and producing
+// the new blob and tree objects, all in memory.
+type treeBuilder struct {
+	objs    *objectStore
+	root    *treeNode
+	objects []*plumbing.MemoryObject // new blobs and trees to write
+	seen    map[plumbing.Hash]bool
+}
+
+// treeNode is a tree on a changed path. entries is a private copy of the
+// tree's entries; children holds the loaded subtrees (only Dir entries).
+type treeNode struct {
+	orig     plumbing.Hash // hash the tree had in the parent (zero if new)
+	entries  []object.TreeEntry
+	children map[string]*treeNode
+}
+
+func newTreeBuilder(objs *objectStore, root plumbing.Hash) (*treeBuilder, error) {
+	b := &treeBuilder{objs: objs, seen: map[plumbing.Hash]bool{}}
+	n, err := b.load(root)
+	if err != nil {
+		return nil, err
+	}
+	b.root = n
+	return b, nil
+}
+
+func (b *treeBuilder) load(h plumbing.Hash) (*treeNode, error) {
+	o, err := b.objs.get(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
+	}
+	var t object.Tree
+	if err := t.Decode(o); err != nil { // decodes into fresh slices: ours to modify
+		return nil, fmt.Errorf("memrepo: decode tree %s: %w", h, err)
+	}
+	return &treeNode{orig: h, entries: t.Entries}, nil
+}
+
+func (n *treeNode) find(name string) int {
+	for i := range n.entries {
+		if n.entries[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// dir returns the node for the directory named by segs, loading it (and
+// creating missing directories when create is set). It returns nil, nil if
+// a directory is missing and create is false.
+func (b *treeBuilder) dir(segs []string, create bool, path string) (*treeNode, error) {
+	n := b.root
+	for i, seg := range segs {
+		if c, ok := n.children[seg]; ok {
+			n = c
+			continue
+		}
+		var child *treeNode
+		switch j := n.find(seg); {
+		case j < 0:
+			if !create {
+				return nil, nil
+			}
+			n.entries = append(n.entries, object.TreeEntry{Name: seg, Mode: filemode.Dir})
+			child = &treeNode{}
+		case n.entries[j].Mode != filemode.Dir:
+			if !create {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("%w %q: %s is a file, not a directory",
+				ErrInvalidPath, path, strings.Join(segs[:i+1], "/"))
+		default:
+			var err error
+			if child, err = b.load(n.entries[j].Hash); err != nil {
+				return nil, err
+			}
+		}
+		if n.children == nil {
+			n.children = map[string]*treeNode{}
+		}
+		n.children[seg] = child
+		n = child
+	}
+	return n, nil
+}
+
+func (b *treeBuilder) put(path string, content []byte) error {
+	segs := strings.Split(path, "/")
+	n, err := b.dir(segs[:len(segs)-1], true, path)
+	if err != nil {
+		return err
+	}
+	blob := &plumbing.MemoryObject{}
+	blob.SetType(plumbing.BlobObject)
+	if _, err := blob.Write(content); err != nil {
+		return err
+	}
+	h := blob.Hash()
+
+	name := segs[len(segs)-1]
+	i := n.find(name)
+	if i < 0 {
+		n.entries = append(n.entries, object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: h})
+		b.add(blob)
+		return nil
+	}
+	e := &n.entries[i]
+	switch e.Mode {
+	case filemode.Dir:
+		return fmt.Errorf("%w %q: is a directory", ErrInvalidPath, path)
+	case filemode.Submodule:
+		return fmt.Errorf("%w %q: is a submodule", ErrInvalidPath, path)
+	case filemode.Executable:
+		// Keep the bit a person may have set with git.
+	default:
+		e.Mode = filemode.Regular // also turns a symlink into a file
+	}
+	if e.Hash != h {
+		e.Hash = h
+		b.add(blob) // an unchanged file needs no new object
+	}
+	return nil
+}
+
+func (b *treeBuilder) remove(path string) error {
+	segs := strings.Split(path, "/")
+	n, err := b.dir(segs[:len(segs)-1], false, path)
+	if err != nil {
+		return err
+	}
+	i := -1
+	if n != nil {
+		i = n.find(segs[len(segs)-1])
+	}
+	if i < 0 {
+		return fmt.Errorf("%w: cannot delete %q", ErrFileNotFound, path)
+	}
+	switch n.entries[i].Mode {
+	case filemode.Dir, filemode.Submodule:
+		return fmt.Errorf("%w: cannot delete %q: not a file", ErrFileNotFound, path)
+	}
+	n.entries = append(n.entries[:i], n.entries[i+1:]...)
+	return nil
+}
+
+// add queues a new object for writing (once per hash) and returns its hash.
+func (b *treeBuilder) add(o *plumbing.MemoryObject) plumbing.Hash {
+	h := o.Hash()
+	if !b.seen[h] {
+		b.seen[h] = true
+		b.objects = append(b.objects, o)
+	}
+	return h
+}
+
+// build encodes every changed tree bottom-up and returns the new root tree
+// hash. Directories left empty are pruned (git cannot represent them).
+func (b *treeBuilder) build() (plumbing.Hash, error) {
+	h, _, err := b.encode(b.root, true)
+	return h, err
+}
+
+func (b *treeBuilder) encode(n *treeNode, isRoot bool) (plumbing.Hash, bool, error) {
+	for name, c := range n.children {
+		h, empty, err := b.encode(c, false)
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		i := n.find(name)
+		if empty {
+			n.entries = append(n.entries[:i], n.entries[i+1:]...)
+		} else {
+			n.entries[i].Hash = h
+		}
+	}
+	if len(n.entries) == 0 && !isRoot {
+		return plumbing.ZeroHash, true, nil
+	}
+	// Git orders entries by name with directories compared as "name/";
+	// go-git's sorter implements exactly that.
+	sort.Sort(object.TreeEntrySorter(n.entries))
+	o := &plumbing.MemoryObject{}
+	if err := (&object.Tree{Entries: n.entries}).Encode(o); err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("memrepo: encode tree: %w", err)
+	}
+	if o.Hash() == n.orig {
+		return n.orig, false, nil // unchanged: nothing to write
+	}
+	return b.add(o), false, nil
+}

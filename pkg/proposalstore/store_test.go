@@ -1,0 +1,163 @@
+package proposalstore
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/blob"
+)
+
+func newStore(t testing.TB, bs blob.Store) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), bs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	return s
+}
+
+func rec(agent, run, key string, at time.Time) *Record {
+	return &Record{Proposal: &memoryv1.Proposal{
+		ProposalId: NewID(at), AgentId: agent, RunId: run, IdempotencyKey: key,
+		Status: memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING,
+	}, BaseCommit: "abc", BaseVersion: 3}
+}
+
+func TestCreateGetUpdateReopen(t *testing.T) {
+	ctx := context.Background()
+	bs, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	s := newStore(t, bs)
+
+	r := rec("curator", "run_1", "", time.Now())
+	got, created, err := s.Create(ctx, r)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, r.Proposal.GetProposalId(), got.Proposal.GetProposalId())
+
+	_, err = s.Update(ctx, r.Proposal.GetProposalId(), func(r *Record) error {
+		r.Proposal.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED
+		r.Proposal.CommitSha = "deadbeef"
+		return nil
+	})
+	require.NoError(t, err)
+
+	// A second store over the same objects sees the durable state.
+	again := newStore(t, bs)
+	back, err := again.Get(r.Proposal.GetProposalId())
+	require.NoError(t, err)
+	require.Equal(t, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED, back.Proposal.GetStatus())
+	require.Equal(t, "deadbeef", back.Proposal.GetCommitSha())
+	require.Equal(t, "abc", back.BaseCommit)
+	require.Equal(t, int32(3), back.BaseVersion)
+
+	_, err = again.Get("proposal_nope")
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = again.Update(ctx, "proposal_nope", func(*Record) error { return nil })
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestIdempotentCreateUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	bs, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	s := newStore(t, bs)
+
+	ids := make(chan string, 32)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			got, _, err := s.Create(ctx, rec("curator", "run_7", "key-1", time.Now()))
+			require.NoError(t, err)
+			ids <- got.Proposal.GetProposalId()
+		})
+	}
+	wg.Wait()
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	require.Len(t, seen, 1, "one proposal for one idempotency key")
+	require.Equal(t, 1, s.Len())
+
+	// Another run with the same key is a different proposal.
+	_, created, err := s.Create(ctx, rec("curator", "run_8", "key-1", time.Now()))
+	require.NoError(t, err)
+	require.True(t, created)
+	// The key survives a restart.
+	again := newStore(t, bs)
+	_, created, err = again.Create(ctx, rec("curator", "run_7", "key-1", time.Now()))
+	require.NoError(t, err)
+	require.False(t, created)
+}
+
+func TestListNewestFirstPagedAndFiltered(t *testing.T) {
+	ctx := context.Background()
+	bs, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	s := newStore(t, bs)
+	base := time.Date(2026, 2, 17, 10, 0, 0, 0, time.UTC)
+	var want []string
+	for i := range 7 {
+		r := rec("a", "run", "", base.Add(time.Duration(i)*time.Second))
+		if i%2 == 0 {
+			r.Proposal.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED
+		}
+		_, _, err := s.Create(ctx, r)
+		require.NoError(t, err)
+		want = append([]string{r.Proposal.GetProposalId()}, want...)
+	}
+	_, _, err = s.Create(ctx, rec("b", "run", "", base))
+	require.NoError(t, err)
+
+	var got []string
+	token := ""
+	for {
+		page, next, err := s.List(Query{Agents: []string{"a"}, PageSize: 3, PageToken: token})
+		require.NoError(t, err)
+		for _, r := range page {
+			got = append(got, r.Proposal.GetProposalId())
+		}
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	require.Equal(t, want, got)
+
+	applied, _, err := s.List(Query{Agents: []string{"a"}, Status: memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED})
+	require.NoError(t, err)
+	require.Len(t, applied, 4)
+	all, _, err := s.List(Query{})
+	require.NoError(t, err)
+	require.Len(t, all, 8)
+	_, _, err = s.List(Query{PageToken: "garbage"})
+	require.Error(t, err)
+
+	require.Len(t, s.WithStatus(memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING), 4)
+}
+
+func TestUnreadableDocumentIsSkippedNotDeleted(t *testing.T) {
+	ctx := context.Background()
+	bs, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	_, err = blob.PutBytes(ctx, bs, Key("a", "proposal_broken"), []byte("{not json"), blob.PutOptions{})
+	require.NoError(t, err)
+	s := newStore(t, bs)
+	require.Equal(t, 0, s.Len())
+	_, err = bs.Stat(ctx, Key("a", "proposal_broken"))
+	require.NoError(t, err)
+}
+
+func TestNewIDSortsByTime(t *testing.T) {
+	a := NewID(time.UnixMilli(1_000_000))
+	b := NewID(time.UnixMilli(1_000_001))
+	require.Less(t, a, b)
+	require.Regexp(t, `^proposal_[a-z2-7]{26}$`, a)
+}

@@ -1,0 +1,370 @@
+package proposalapply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/applyplan"
+	"github.com/garden-bloom/memory/pkg/commitmsg"
+	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/proposalstore"
+)
+
+// maxHeadRetries bounds how often one apply re-plans because main moved
+// (another agent's commit landed first).
+const maxHeadRetries = 100
+
+// engine applies approved proposals: one queue per agent, strictly serial per
+// agent and parallel across agents. Commits still land one at a time on main;
+// the compare-and-swap in memrepo.Commit orders them.
+type engine struct {
+	svc *Service
+	// ctx outlives requests: applies run to completion after Propose returns.
+	ctx context.Context
+
+	// commitMu serialises the short step that moves main, so agents plan in
+	// parallel but never race each other's compare-and-swap.
+	commitMu sync.Mutex
+
+	mu      sync.Mutex
+	queues  map[string]*agentQueue
+	wg      sync.WaitGroup
+	stopped bool
+}
+
+type agentQueue struct {
+	ids     []string
+	running bool
+}
+
+func newEngine(s *Service) *engine {
+	return &engine{svc: s, ctx: context.Background(), queues: map[string]*agentQueue{}}
+}
+
+// enqueue schedules an approved proposal of an agent.
+func (e *engine) enqueue(agentID, proposalID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return // stays approved in the store; recovered at the next start
+	}
+	q := e.queues[agentID]
+	if q == nil {
+		q = &agentQueue{}
+		e.queues[agentID] = q
+	}
+	q.ids = append(q.ids, proposalID)
+	if !q.running {
+		q.running = true
+		e.wg.Add(1)
+		go e.drain(e.ctx, agentID, q)
+	}
+}
+
+func (e *engine) drain(ctx context.Context, agentID string, q *agentQueue) {
+	defer e.wg.Done()
+	for {
+		e.mu.Lock()
+		if len(q.ids) == 0 || e.stopped {
+			q.running = false
+			if len(q.ids) == 0 {
+				delete(e.queues, agentID)
+			}
+			e.mu.Unlock()
+			return
+		}
+		id := q.ids[0]
+		q.ids = q.ids[1:]
+		e.mu.Unlock()
+		e.apply(ctx, id)
+	}
+}
+
+// stop lets running applies finish and starts no new one.
+func (e *engine) stop() {
+	e.mu.Lock()
+	e.stopped = true
+	e.mu.Unlock()
+	e.wg.Wait()
+}
+
+// idle reports whether no apply is queued or running (for tests).
+func (e *engine) idle() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.queues) == 0
+}
+
+// apply takes one proposal from approved to applied, rejected,
+// needs_human_review or failed. A crash at any point is recovered by
+// recover(): the commit is the commit point, found again by its message.
+func (e *engine) apply(ctx context.Context, id string) {
+	s := e.svc
+	rec, err := s.store.Get(id)
+	if err != nil {
+		s.logger.Error("apply: proposal vanished", "proposal", id, "err", err)
+		return
+	}
+	st := rec.Proposal.GetStatus()
+	if st != memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED && st != memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING {
+		return
+	}
+	start := s.now()
+	rec, err = s.store.Update(ctx, id, func(r *proposalstore.Record) error {
+		r.Proposal.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING
+		r.Proposal.Attempts++
+		r.Proposal.UpdatedAt = timestamppb.New(s.now())
+		return nil
+	})
+	if err != nil {
+		s.logger.Error("apply: cannot mark applying", "proposal", id, "err", err)
+		return
+	}
+
+	for attempt := 0; ; attempt++ {
+		outcome, err := e.tryApply(ctx, rec)
+		if errors.Is(err, memrepo.ErrHeadMoved) && attempt < maxHeadRetries {
+			continue
+		}
+		if err != nil {
+			outcome = failure(memoryv1.StatusReason_STATUS_REASON_APPLY_ERROR, err.Error())
+		}
+		e.finish(ctx, rec, outcome, start)
+		return
+	}
+}
+
+// outcome is how an apply ended.
+type outcome struct {
+	status         memoryv1.ProposalStatus
+	reason         memoryv1.StatusReason
+	message        string
+	sha            string
+	version        int32
+	currentVersion int32
+	resolution     string
+	flags          []string
+	addedFacts     []string
+}
+
+func failure(reason memoryv1.StatusReason, msg string) outcome {
+	return outcome{status: memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED, reason: reason, message: msg}
+}
+
+// tryApply plans the commit on the current head and commits it. It returns
+// memrepo.ErrHeadMoved when main moved between planning and committing.
+func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outcome, error) {
+	s := e.svc
+	p := rec.Proposal
+	agent := p.GetAgentId()
+	head, err := s.repo.Head(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	headRead := s.reader(ctx, head, agent)
+
+	metaRaw, _, err := headRead(memlayout.MetaFile)
+	if err != nil {
+		return outcome{}, err
+	}
+	meta, err := memlayout.ParseMeta([]byte(metaRaw))
+	if err != nil {
+		return failure(memoryv1.StatusReason_STATUS_REASON_APPLY_ERROR, err.Error()), nil
+	}
+	// Optimistic locking (spec DiffMem §7.1, threat 3).
+	if p.ExpectedVersion != nil && p.GetExpectedVersion() != meta.Version {
+		return outcome{
+			status: memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, reason: memoryv1.StatusReason_STATUS_REASON_VERSION_CONFLICT,
+			message:        fmt.Sprintf("version_conflict: expected version %d, current version %d", p.GetExpectedVersion(), meta.Version),
+			currentVersion: meta.Version, resolution: "retry_with_latest",
+		}, nil
+	}
+	// What changed under the proposal since it was made (threat 4, human edits).
+	if base := plumbing.NewHash(rec.BaseCommit); rec.BaseCommit != "" && base != head {
+		conflicts, err := applyplan.Conflicts(p.GetUpdates(), s.reader(ctx, base, agent), headRead)
+		if err != nil {
+			return outcome{}, err
+		}
+		if len(conflicts) > 0 {
+			return outcome{
+				status: memoryv1.ProposalStatus_PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW, reason: memoryv1.StatusReason_STATUS_REASON_SECTION_CONFLICT,
+				message: "changed since the proposal was made; a person must review it", flags: conflicts,
+			}, nil
+		}
+	}
+	factTime, err := s.facts.TimeOf(ctx, agent)
+	if err != nil {
+		return outcome{}, err
+	}
+	now := s.now()
+	plan, err := applyplan.Build(applyplan.Input{Proposal: p, Read: headRead, Now: now, Counter: s.counter, FactTime: factTime})
+	if errors.Is(err, applyplan.ErrInvalid) {
+		return failure(memoryv1.StatusReason_STATUS_REASON_VALIDATION_FAILED, err.Error()), nil
+	}
+	if err != nil {
+		return outcome{}, err
+	}
+
+	changes := make([]memrepo.Change, 0, len(plan.Changes))
+	for rel, content := range plan.Changes {
+		f, err := memlayout.Resolve(agent, rel)
+		if err != nil {
+			return outcome{}, err
+		}
+		changes = append(changes, memrepo.Change{Path: f.Path, Content: []byte(content)})
+	}
+	sig := memrepo.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: now}
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	parent, err := s.repo.Head(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	if parent != head {
+		// Other agents committed while this one planned. The plan only holds
+		// this agent's files, so it still applies on top unless those files
+		// changed too (a person's commit): then plan again.
+		same, err := e.sameAgentTrees(ctx, agent, head, parent)
+		if err != nil {
+			return outcome{}, err
+		}
+		if !same {
+			return outcome{}, memrepo.ErrHeadMoved
+		}
+	}
+	sha, err := s.repo.Commit(ctx, memrepo.CommitRequest{Parent: parent, Changes: changes, Message: plan.Message, Author: sig, Committer: sig})
+	if err != nil {
+		return outcome{}, err
+	}
+	return outcome{
+		status: memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED, sha: sha.String(), version: plan.Meta.Version,
+		addedFacts: plan.AddedFacts,
+	}, nil
+}
+
+// sameAgentTrees reports whether the agent's memory and logic folders are
+// identical at commits a and b (comparing tree hashes, not files).
+func (e *engine) sameAgentTrees(ctx context.Context, agent string, a, b plumbing.Hash) (bool, error) {
+	for _, dir := range []string{memlayout.AgentDir(agent), memlayout.LogicDir(agent)} {
+		ha, err := e.svc.repo.TreeHash(ctx, a, strings.TrimSuffix(dir, "/"))
+		if err != nil {
+			return false, err
+		}
+		hb, err := e.svc.repo.TreeHash(ctx, b, strings.TrimSuffix(dir, "/"))
+		if err != nil {
+			return false, err
+		}
+		if ha != hb {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// finish records the outcome durably, then tells followers.
+func (e *engine) finish(ctx context.Context, rec *proposalstore.Record, o outcome, start time.Time) {
+	s := e.svc
+	id := rec.Proposal.GetProposalId()
+	now := s.now()
+	_, err := s.store.Update(ctx, id, func(r *proposalstore.Record) error {
+		p := r.Proposal
+		p.Status, p.Reason, p.Message = o.status, o.reason, o.message
+		p.CommitSha, p.AppliedVersion = o.sha, o.version
+		p.CurrentVersion, p.Resolution = o.currentVersion, o.resolution
+		if len(o.flags) > 0 {
+			p.Flags = o.flags
+		}
+		p.UpdatedAt = timestamppb.New(now)
+		if o.status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED {
+			p.AppliedAt = timestamppb.New(now)
+		}
+		return nil
+	})
+	if err != nil {
+		// The commit (if any) is durable; recovery marks the proposal applied.
+		s.logger.Error("apply: recording the outcome failed", "proposal", id, "status", o.status.String(), "err", err)
+	}
+	s.metrics.applied(ctx, o.status, now.Sub(start))
+	log := s.logger.With("proposal", id, "agent", rec.Proposal.GetAgentId(), "status", o.status.String(), "duration_ms", now.Sub(start).Milliseconds())
+	if o.status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED {
+		log.Info("proposal applied", "commit", o.sha, "version", o.version)
+		if err := s.facts.Added(ctx, rec.Proposal.GetAgentId(), o.addedFacts, now); err != nil {
+			s.logger.Warn("fact index not updated", "agent", rec.Proposal.GetAgentId(), "err", err)
+		}
+		s.hub.notify()
+		s.pusher.kick()
+	} else {
+		log.Warn("proposal not applied", "reason", o.reason.String(), "message", o.message)
+	}
+}
+
+// recover re-queues proposals a previous process approved but did not
+// finish. A proposal caught mid-apply is first looked up in history: if its
+// commit exists it is marked applied, so no proposal is applied twice.
+func (e *engine) recover(ctx context.Context) error {
+	s := e.svc
+	inFlight := s.store.WithStatus(memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED)
+	if len(inFlight) == 0 {
+		return nil
+	}
+	applied, err := e.appliedProposals(ctx, inFlight)
+	if err != nil {
+		return err
+	}
+	for _, rec := range inFlight {
+		id := rec.Proposal.GetProposalId()
+		if c, ok := applied[id]; ok {
+			info, err := commitInfo(ctx, s.repo, c)
+			if err != nil {
+				return err
+			}
+			e.finish(ctx, rec, outcome{status: memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED, sha: c.Hash.String(), version: info.GetVersion()}, s.now())
+			s.logger.Info("recovered proposal committed before a restart", "proposal", id, "commit", c.Hash.String())
+			continue
+		}
+		s.logger.Info("re-queueing proposal approved before a restart", "proposal", id, "status", rec.Proposal.GetStatus().String())
+		e.enqueue(rec.Proposal.GetAgentId(), id)
+	}
+	return nil
+}
+
+// appliedProposals finds, in history back to the oldest in-flight proposal's
+// creation, the commits of the given proposals.
+func (e *engine) appliedProposals(ctx context.Context, recs []*proposalstore.Record) (map[string]*object.Commit, error) {
+	want := map[string]bool{}
+	oldest := time.Now()
+	for _, r := range recs {
+		want[r.Proposal.GetProposalId()] = true
+		if t := r.Proposal.GetCreatedAt().AsTime(); t.Before(oldest) {
+			oldest = t
+		}
+	}
+	head, err := e.svc.repo.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]*object.Commit{}
+	// Commits are made after their proposal was created; a minute of slack
+	// covers clock steps.
+	stopBefore := oldest.Add(-time.Minute)
+	err = e.svc.repo.Walk(ctx, head, func(c *object.Commit) error {
+		if c.Committer.When.Before(stopBefore) {
+			return memrepo.ErrStopWalk
+		}
+		if p := commitmsg.Parse(c.Message); p.Update != nil && want[p.Update.ProposalID] {
+			found[p.Update.ProposalID] = c
+		}
+		return nil
+	})
+	return found, err
+}

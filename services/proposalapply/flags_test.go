@@ -1,0 +1,5 @@
+package proposalapply
+
+import "flag"
+
+func flagSet() *flag.FlagSet { return flag.NewFlagSet("test", flag.ContinueOnError) }

@@ -1,0 +1,264 @@
+package proposalapply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/commitmsg"
+	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+)
+
+// subscriberBuffer is how many commits a slow subscriber may lag before it
+// is cut off (it then resumes with from_sha, losing nothing).
+const subscriberBuffer = 4096
+
+// hub follows refs/heads/main and fans new commits out to WatchCommits
+// subscribers. It reads git, not the engine, so commits made by a person
+// with plain git are reported too (marked human_edit).
+type hub struct {
+	repo   *memrepo.Repo
+	logger *slog.Logger
+	poll   time.Duration
+
+	kick chan struct{}
+
+	mu   sync.Mutex
+	last plumbing.Hash
+	subs map[*subscriber]struct{}
+}
+
+type subscriber struct {
+	agentID string
+	ch      chan *memoryv1.CommitInfo
+	dropped bool
+}
+
+func newHub(repo *memrepo.Repo, logger *slog.Logger, poll time.Duration) *hub {
+	return &hub{repo: repo, logger: logger, poll: poll, kick: make(chan struct{}, 1), subs: map[*subscriber]struct{}{}}
+}
+
+// notify asks the hub to look at main now (after the engine committed).
+func (h *hub) notify() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// start records main's head as the stream's starting point.
+func (h *hub) start(ctx context.Context) error {
+	head, err := h.repo.Head(ctx)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.last = head
+	h.mu.Unlock()
+	return nil
+}
+
+// run follows main until ctx ends: on every notify and every poll interval
+// (the latter catches commits pushed by people).
+func (h *hub) run(ctx context.Context) {
+	t := time.NewTicker(h.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			h.closeAll()
+			return
+		case <-h.kick:
+		case <-t.C:
+		}
+		if err := h.advance(ctx); err != nil && ctx.Err() == nil {
+			h.logger.Warn("commit stream: reading main failed", "err", err)
+		}
+	}
+}
+
+// advance publishes every commit between the last seen head and main.
+func (h *hub) advance(ctx context.Context) error {
+	head, err := h.repo.Head(ctx)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	last := h.last
+	h.mu.Unlock()
+	if head == last {
+		return nil
+	}
+	infos, err := commitsAfter(ctx, h.repo, head, last, 0)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last = head
+	for _, info := range infos {
+		if info.GetHumanEdit() {
+			h.logger.Warn("human edit committed directly to the memory repo", "sha", info.GetSha(),
+				"agent", info.GetAgentId(), "files", strings.Join(info.GetFiles(), ","))
+		}
+		for s := range h.subs {
+			if s.agentID != "" && s.agentID != info.GetAgentId() {
+				continue
+			}
+			select {
+			case s.ch <- info:
+			default:
+				s.dropped = true
+				close(s.ch)
+				delete(h.subs, s)
+			}
+		}
+	}
+	return nil
+}
+
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		close(s.ch)
+		delete(h.subs, s)
+	}
+}
+
+// subscribe registers a subscriber and returns, atomically with that, the
+// commits after fromSHA up to the hub's current position, so nothing falls
+// between the replay and the live feed.
+func (h *hub) subscribe(ctx context.Context, fromSHA, agentID string) (*subscriber, []*memoryv1.CommitInfo, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var replay []*memoryv1.CommitInfo
+	if fromSHA != "" {
+		from, err := h.repo.ResolveRevision(ctx, fromSHA)
+		if err != nil {
+			return nil, nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
+				fmt.Sprintf("from_sha %q is not a commit of main", fromSHA), map[string]string{"from_sha": fromSHA})
+		}
+		all, err := commitsAfter(ctx, h.repo, h.last, from, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, c := range all {
+			if agentID == "" || c.GetAgentId() == agentID {
+				replay = append(replay, c)
+			}
+		}
+	}
+	s := &subscriber{agentID: agentID, ch: make(chan *memoryv1.CommitInfo, subscriberBuffer)}
+	h.subs[s] = struct{}{}
+	return s, replay, nil
+}
+
+func (h *hub) unsubscribe(s *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.subs[s]; ok {
+		delete(h.subs, s)
+		close(s.ch)
+	}
+}
+
+// errNotAncestor: a from-sha that main does not contain.
+var errNotAncestor = errors.New("commit is not an ancestor of main")
+
+// commitsAfter lists the first-parent commits after `after` up to head,
+// oldest first. A zero `after` means all of history; max > 0 bounds the count.
+func commitsAfter(ctx context.Context, repo *memrepo.Repo, head, after plumbing.Hash, max int) ([]*memoryv1.CommitInfo, error) {
+	var commits []*object.Commit
+	found := after.IsZero()
+	err := repo.Walk(ctx, head, func(c *object.Commit) error {
+		if c.Hash == after {
+			found = true
+			return memrepo.ErrStopWalk
+		}
+		commits = append(commits, c)
+		if max > 0 && len(commits) >= max {
+			return memrepo.ErrStopWalk
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found && max == 0 {
+		return nil, errNotAncestor
+	}
+	out := make([]*memoryv1.CommitInfo, 0, len(commits))
+	for i := len(commits) - 1; i >= 0; i-- {
+		info, err := commitInfo(ctx, repo, commits[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// commitInfo describes a commit for the stream: ids from the message, files
+// from the tree diff, version from meta.json when the commit changed it.
+func commitInfo(ctx context.Context, repo *memrepo.Repo, c *object.Commit) (*memoryv1.CommitInfo, error) {
+	files, err := repo.ChangedFiles(ctx, c.Hash)
+	if err != nil {
+		return nil, err
+	}
+	p := commitmsg.Parse(c.Message)
+	info := &memoryv1.CommitInfo{
+		Sha:       c.Hash.String(),
+		Time:      timestamppb.New(c.Committer.When),
+		Author:    c.Author.Name + " <" + c.Author.Email + ">",
+		Message:   c.Message,
+		Files:     files,
+		HumanEdit: p.HumanEdit,
+	}
+	if p.Update != nil {
+		info.AgentId, info.RunId, info.ProposalId, info.Evicted = p.Update.AgentID, p.Update.RunID, p.Update.ProposalID, p.Update.Evicted
+	} else {
+		info.AgentId = soleAgent(files)
+	}
+	if info.AgentId != "" {
+		metaPath := memlayout.AgentDir(info.AgentId) + memlayout.MetaFile
+		for _, f := range files {
+			if f == metaPath {
+				if data, err := repo.ReadFile(ctx, c.Hash, metaPath); err == nil {
+					if m, err := memlayout.ParseMeta(data); err == nil {
+						info.Version = m.Version
+					}
+				}
+			}
+		}
+	}
+	return info, nil
+}
+
+// soleAgent returns the agent whose folders all files are in, or "".
+func soleAgent(files []string) string {
+	agent := ""
+	for _, f := range files {
+		parts := strings.SplitN(f, "/", 3)
+		if len(parts) < 3 || (parts[0] != "memory" && parts[0] != "logic") {
+			return ""
+		}
+		if agent != "" && parts[1] != agent {
+			return ""
+		}
+		agent = parts[1]
+	}
+	return agent
+}

@@ -1,0 +1,205 @@
+package proposalapply
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/mdops"
+	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/tokens"
+)
+
+// Bounds on free-text fields, so one proposal cannot bloat the store.
+const (
+	maxContentBytes   = 256 << 10
+	maxReasoningBytes = 16 << 10
+	maxShortField     = 512
+	maxEntityRefs     = 100
+)
+
+func invalid(reason memoryv1.ErrorReason, field, msg string) error {
+	return apierr.New(codes.InvalidArgument, reason, msg, map[string]string{"field": field})
+}
+
+// validateProposal checks a propose request before anything is stored and
+// returns its updates with content sanitized, which is what gets applied.
+// Every failure is a precise InvalidArgument naming the field.
+func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, maxUpdates int) ([]*memoryv1.FileUpdate, error) {
+	agent := req.GetAgentId()
+	if !memlayout.ValidAgentID(agent) {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId",
+			fmt.Sprintf("agentId %q must be a slug [a-z0-9][a-z0-9-]{0,63}", truncate(agent)))
+	}
+	if !memlayout.ValidRunID(req.GetRunId()) {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "runId",
+			fmt.Sprintf("runId %q must be run_<id> with letters, digits, _ or -", truncate(req.GetRunId())))
+	}
+	if req.ExpectedVersion != nil && req.GetExpectedVersion() < 0 {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "expectedVersion", "expectedVersion must not be negative")
+	}
+	if n := len(req.GetUpdates()); n == 0 || n > maxUpdates {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "updates",
+			fmt.Sprintf("a proposal carries 1 to %d updates, got %d", maxUpdates, n))
+	}
+	if err := checkText("reasoning", req.GetReasoning(), maxReasoningBytes); err != nil {
+		return nil, err
+	}
+	if err := checkText("idempotencyKey", req.GetIdempotencyKey(), maxShortField); err != nil {
+		return nil, err
+	}
+	if len(req.GetEntityRefs()) > maxEntityRefs {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "entityRefs", fmt.Sprintf("at most %d entityRefs", maxEntityRefs))
+	}
+	for i, ref := range req.GetEntityRefs() {
+		if err := checkText(fmt.Sprintf("entityRefs[%d]", i), ref, maxShortField); err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(ref) == "" {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, fmt.Sprintf("entityRefs[%d]", i), "empty entity ref")
+		}
+	}
+	if p := req.GetPriority(); p != memoryv1.Priority_PRIORITY_UNSPECIFIED && p != memoryv1.Priority_PRIORITY_NORMAL && p != memoryv1.Priority_PRIORITY_HIGH {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "priority", "priority must be normal or high")
+	}
+
+	out := make([]*memoryv1.FileUpdate, 0, len(req.GetUpdates()))
+	for i, u := range req.GetUpdates() {
+		clean, err := validateUpdate(agent, fmt.Sprintf("updates[%d]", i), u, counter)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, clean)
+	}
+	return out, nil
+}
+
+func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens.Counter) (*memoryv1.FileUpdate, error) {
+	f, err := memlayout.Resolve(agent, u.GetFile())
+	if err != nil {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, field+".file",
+			fmt.Sprintf("%s.file %q is not an agent memory file (snapshot.md, facts.md, open_loops.md, decisions.md, runs/run_<id>.md, logic/current.pseudo.md, logic/current.drakon.json, policy.json)", field, truncate(u.GetFile())))
+	}
+	if err := memlayout.CheckOperation(f, u.GetOperation()); err != nil {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_OPERATION, field+".operation", fmt.Sprintf("%s: %v", field, err))
+	}
+	clean := proto.Clone(u).(*memoryv1.FileUpdate)
+	for name, v := range map[string]string{"section": u.GetSection(), "loopId": u.GetLoopId(), "resolution": u.GetResolution()} {
+		if err := checkText(field+"."+name, v, maxShortField); err != nil {
+			return nil, err
+		}
+		if strings.ContainsAny(v, "\n\r") {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+"."+name, field+"."+name+" must be one line")
+		}
+	}
+	if err := checkText(field+".content", u.GetContent(), maxContentBytes); err != nil {
+		return nil, err
+	}
+	op := u.GetOperation()
+	needsContent := op != memoryv1.Operation_OPERATION_CLOSE && op != memoryv1.Operation_OPERATION_ADD_DECISION
+	if needsContent && strings.TrimSpace(u.GetContent()) == "" {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", field+".content must not be empty")
+	}
+
+	switch f.Kind {
+	case memlayout.KindLogicDrakon, memlayout.KindPolicy:
+		if !json.Valid([]byte(u.GetContent())) {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", field+": "+f.Rel+" must be valid JSON")
+		}
+		if f.Kind == memlayout.KindPolicy {
+			if _, err := memlayout.ParsePolicy([]byte(u.GetContent())); err != nil {
+				return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", err.Error())
+			}
+		}
+		// JSON is data, not Markdown; it still may not smuggle active content.
+		if _, err := mdops.Sanitize(u.GetContent()); errors.Is(err, mdops.ErrScript) {
+			return nil, contentError(field, err)
+		}
+	default:
+		if u.GetContent() != "" {
+			s, err := mdops.Sanitize(u.GetContent())
+			if err != nil {
+				return nil, contentError(field, err)
+			}
+			if err := mdops.ValidateHeadings(s); err != nil {
+				return nil, contentError(field, err)
+			}
+			clean.Content = s
+		}
+	}
+	if op == memoryv1.Operation_OPERATION_CLOSE && strings.TrimSpace(u.GetLoopId()) == "" {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, field+".loopId", field+": close needs a loopId")
+	}
+	if op == memoryv1.Operation_OPERATION_ADD_DECISION {
+		d := u.GetDecision()
+		if d == nil || strings.TrimSpace(d.GetTitle()) == "" {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, field+".decision.title", field+": add_decision needs decision.title")
+		}
+		cd := proto.Clone(d).(*memoryv1.Decision)
+		for _, p := range []*string{&cd.Title, &cd.Status, &cd.Context, &cd.Decision, &cd.Rationale, &cd.Consequences, &cd.RunId} {
+			if err := checkText(field+".decision", *p, maxContentBytes); err != nil {
+				return nil, err
+			}
+			s, err := mdops.Sanitize(*p)
+			if err != nil {
+				return nil, contentError(field+".decision", err)
+			}
+			*p = s
+		}
+		if strings.ContainsAny(cd.GetTitle(), "\n\r") {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".decision.title", "decision.title must be one line")
+		}
+		clean.Decision = cd
+	}
+
+	// Hard limits that no eviction can fix are checked now (spec §11.3).
+	limit := 0
+	switch f.Kind {
+	case memlayout.KindSnapshot:
+		limit = memlayout.SnapshotLimit
+	case memlayout.KindRun:
+		limit = memlayout.RunLimit
+	}
+	if limit > 0 {
+		if n := counter.Count(clean.GetContent()); n > limit {
+			return nil, apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_TOKEN_LIMIT_EXCEEDED,
+				fmt.Sprintf("%s: %s is %d tokens, over its hard limit of %d (%s)", field, f.Rel, n, limit, counter.Encoding()),
+				map[string]string{"file": f.Rel, "tokens": strconv.Itoa(n), "limit": strconv.Itoa(limit), "encoding": counter.Encoding()})
+		}
+	}
+	return clean, nil
+}
+
+func contentError(field string, err error) error {
+	return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", fmt.Sprintf("%s: %v", field, err))
+}
+
+// checkText rejects invalid UTF-8, NUL bytes and oversized values.
+func checkText(field, v string, max int) error {
+	if len(v) > max {
+		return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, field, fmt.Sprintf("%s is %d bytes, at most %d allowed", field, len(v), max))
+	}
+	if !utf8.ValidString(v) {
+		return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" is not valid UTF-8")
+	}
+	if strings.ContainsRune(v, 0) {
+		return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" contains a NUL byte")
+	}
+	return nil
+}
+
+// truncate keeps hostile values short in error messages.
+func truncate(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:80], "") + "…"
+}
