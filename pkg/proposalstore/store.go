@@ -253,6 +253,24 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Record) error) (
 	return rec, nil
 }
 
+// Mark applies fn to the in-memory copy only, without writing the document:
+// for transient states (applying) whose loss in a crash is harmless because
+// recovery derives them again from git.
+func (s *Store) Mark(id string, fn func(*Record)) (*Record, error) {
+	l := s.lockFor(id)
+	l.Lock()
+	defer l.Unlock()
+	rec, err := s.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	fn(rec)
+	s.mu.Lock()
+	s.index(rec.Clone())
+	s.mu.Unlock()
+	return rec, nil
+}
+
 // Query selects proposals for List.
 type Query struct {
 	// Agents limits the result to these agents; nil = every agent.

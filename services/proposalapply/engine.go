@@ -120,14 +120,16 @@ func (e *engine) apply(ctx context.Context, id string) {
 		return
 	}
 	start := s.now()
-	rec, err = s.store.Update(ctx, id, func(r *proposalstore.Record) error {
+	// "applying" is shown but not written: after a crash the document still
+	// says approved, and recovery asks git whether the commit happened. That
+	// saves a durable write per apply.
+	rec, err = s.store.Mark(id, func(r *proposalstore.Record) {
 		r.Proposal.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING
 		r.Proposal.Attempts++
 		r.Proposal.UpdatedAt = timestamppb.New(s.now())
-		return nil
 	})
 	if err != nil {
-		s.logger.Error("apply: cannot mark applying", "proposal", id, "err", err)
+		s.logger.Error("apply: proposal vanished", "proposal", id, "err", err)
 		return
 	}
 
@@ -309,8 +311,8 @@ func (e *engine) finish(ctx context.Context, rec *proposalstore.Record, o outcom
 }
 
 // recover re-queues proposals a previous process approved but did not
-// finish. A proposal caught mid-apply is first looked up in history: if its
-// commit exists it is marked applied, so no proposal is applied twice.
+// finish. Each is first looked up in history: if its commit exists it is
+// marked applied, so no proposal is applied twice.
 func (e *engine) recover(ctx context.Context) error {
 	s := e.svc
 	inFlight := s.store.WithStatus(memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED)

@@ -17,13 +17,16 @@ import (
 // factTimes remembers, per agent, when each fact was added and last returned
 // by a read, for eviction (spec DiffMem §11.3: facts unused for 30 days go
 // first). It lives in the object store, not git: usage is not memory, and
-// recording a read must never create a commit.
+// recording a read must never create a commit. Updates are kept in memory and
+// flushed every few seconds: a crash loses at most those timestamps, which
+// only makes the facts concerned look as old as the index itself.
 type factTimes struct {
 	blobs blob.Store
 	now   func() time.Time
 
-	mu   sync.Mutex
-	docs map[string]*factDoc
+	mu    sync.Mutex
+	docs  map[string]*factDoc
+	dirty map[string]bool
 }
 
 // factDoc is fact-index/<agentId>.json.
@@ -40,7 +43,7 @@ type factTime struct {
 }
 
 func newFactTimes(blobs blob.Store, now func() time.Time) *factTimes {
-	return &factTimes{blobs: blobs, now: now, docs: map[string]*factDoc{}}
+	return &factTimes{blobs: blobs, now: now, docs: map[string]*factDoc{}, dirty: map[string]bool{}}
 }
 
 // FactHash identifies a fact by its trimmed text (the hash the read plane
@@ -153,8 +156,42 @@ func (f *factTimes) update(ctx context.Context, agentID string, fn func(*factDoc
 	if err != nil {
 		return err
 	}
-	if fn(d) == 0 {
-		return nil
+	if fn(d) > 0 {
+		f.dirty[agentID] = true
 	}
-	return f.save(ctx, agentID, d)
+	return nil
+}
+
+// Flush writes every changed agent's document.
+func (f *factTimes) Flush(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	for agentID := range f.dirty {
+		if err := f.save(ctx, agentID, f.docs[agentID]); err != nil {
+			errs = append(errs, fmt.Errorf("fact index %s: %w", agentID, err))
+			continue
+		}
+		delete(f.dirty, agentID)
+	}
+	return errors.Join(errs...)
+}
+
+// run flushes every interval until ctx ends, then once more.
+func (f *factTimes) run(ctx context.Context, interval time.Duration, logger interface{ Warn(string, ...any) }) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := f.Flush(context.WithoutCancel(ctx)); err != nil {
+				logger.Warn("fact index not saved", "err", err)
+			}
+			return
+		case <-t.C:
+			if err := f.Flush(ctx); err != nil {
+				logger.Warn("fact index not saved; will retry", "err", err)
+			}
+		}
+	}
 }

@@ -103,6 +103,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.bg.Go(func() { s.hub.run(ctx) })
 	s.bg.Go(func() { s.pusher.run(ctx) })
+	s.bg.Go(func() { s.facts.run(ctx, 2*time.Second, s.logger) })
 	if err := s.engine.recover(ctx); err != nil {
 		return fmt.Errorf("proposal-apply: recovery: %w", err)
 	}
