@@ -2,6 +2,7 @@ package proposalapply
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,6 +133,7 @@ func TestProposeRejectsBadInputAndWritesNothing(t *testing.T) {
 		{"script", &memoryv1.ProposeRequest{AgentId: "a", RunId: "run_1", Updates: []*memoryv1.FileUpdate{appendFact("a", "<script>alert(1)</script>")}}, codes.InvalidArgument, "INVALID_CONTENT"},
 		{"event handler", &memoryv1.ProposeRequest{AgentId: "a", RunId: "run_1", Updates: []*memoryv1.FileUpdate{appendFact("a", `<img src=x onerror="steal()">`)}}, codes.InvalidArgument, "INVALID_CONTENT"},
 		{"NUL byte", &memoryv1.ProposeRequest{AgentId: "a", RunId: "run_1", Updates: []*memoryv1.FileUpdate{appendFact("a", "x\x00y")}}, codes.InvalidArgument, "INVALID_CONTENT"},
+		{"snapshot without a heading", &memoryv1.ProposeRequest{AgentId: "a", RunId: "run_1", Updates: []*memoryv1.FileUpdate{{File: "snapshot.md", Operation: memoryv1.Operation_OPERATION_REPLACE, Content: "just text"}}}, codes.InvalidArgument, "INVALID_CONTENT"},
 		{"broken heading", &memoryv1.ProposeRequest{AgentId: "a", RunId: "run_1", Updates: []*memoryv1.FileUpdate{{File: "snapshot.md", Operation: memoryv1.Operation_OPERATION_REPLACE, Content: "##Broken"}}}, codes.InvalidArgument, "INVALID_CONTENT"},
 		{"snapshot over 2K tokens", &memoryv1.ProposeRequest{AgentId: "a", RunId: "run_1", Updates: []*memoryv1.FileUpdate{{File: "snapshot.md", Operation: memoryv1.Operation_OPERATION_REPLACE, Content: "# S\n" + long}}}, codes.InvalidArgument, "TOKEN_LIMIT_EXCEEDED"},
 		{"run over 8K tokens", &memoryv1.ProposeRequest{AgentId: "a", RunId: "run_1", Updates: []*memoryv1.FileUpdate{{File: "runs/run_1.md", Operation: memoryv1.Operation_OPERATION_WRITE_RUN, Content: strings.Repeat(long, 4)}}}, codes.InvalidArgument, "TOKEN_LIMIT_EXCEEDED"},
@@ -155,7 +157,15 @@ func TestProposeRejectsBadInputAndWritesNothing(t *testing.T) {
 	require.Equal(t, before, e.commitCount(), "nothing committed")
 
 	// The token-limit error carries the counts.
-	_, err := e.client.Propose(e.service(), tests[14].req)
+	overLimit := tests[slices.IndexFunc(tests, func(tt struct {
+		name   string
+		req    *memoryv1.ProposeRequest
+		code   codes.Code
+		reason string
+	}) bool {
+		return tt.name == "snapshot over 2K tokens"
+	})].req
+	_, err := e.client.Propose(e.service(), overLimit)
 	info := apierr.Info(err)
 	require.Equal(t, "snapshot.md", info.GetMetadata()["file"])
 	require.Equal(t, "2000", info.GetMetadata()["limit"])

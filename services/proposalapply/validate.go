@@ -160,6 +160,12 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 		clean.Decision = cd
 	}
 
+	if f.Kind == memlayout.KindSnapshot {
+		// Readers treat an empty or headless snapshot as corrupted memory.
+		if err := mdops.CheckSnapshot(clean.GetContent()); err != nil {
+			return nil, contentError(field, err)
+		}
+	}
 	// Hard limits that no eviction can fix are checked now (spec §11.3).
 	limit := 0
 	switch f.Kind {
