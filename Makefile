@@ -19,7 +19,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X github.com/garden-bloom/memory/cmd/memoryd/app.Version=$(VERSION)
 DATA_DIR ?= ./data
 
-.PHONY: all tools generate lint build run test test-race bench check-generated clean
+.PHONY: all tools generate lint build run test test-race bench bench-quality check-generated clean
 
 all: build
 
@@ -79,6 +79,11 @@ test: build
 ## bench: benchmarks (figures, never pass/fail in unit tests)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-quality: retrieval quality on public data (skipped cleanly without it)
+DATA ?= ../shared/data
+bench-quality:
+	$(GO) run ./cmd/membench quality --data $(DATA)
 
 clean:
 	rm -rf $(BIN)/memoryd .cache

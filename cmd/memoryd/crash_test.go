@@ -180,7 +180,7 @@ func (k *killable) stop(t *testing.T) {
 	}
 }
 
-func mintFor(t *testing.T, dataDir string, roles ...auth.Role) string {
+func mintFor(t testing.TB, dataDir string, roles ...auth.Role) string {
 	t.Helper()
 	secret, err := auth.LoadSecret(filepath.Join(dataDir, "auth.secret"))
 	require.NoError(t, err)

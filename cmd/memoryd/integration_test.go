@@ -81,9 +81,12 @@ func allAt(addr string) map[string]string {
 }
 
 // startInProcess runs --target=all inside the test process.
-func startInProcess(t *testing.T) *deployment {
+func startInProcess(t *testing.T) *deployment { return startInProcessWith(t) }
+
+// startInProcessWith runs --target=all in the test process with extra flags.
+func startInProcessWith(t testing.TB, extra ...string) *deployment {
 	dataDir := t.TempDir()
-	cfg, flags, err := app.LoadConfig([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"},
+	cfg, flags, err := app.LoadConfig(append([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...),
 		func(string) (string, bool) { return "", false })
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -215,6 +218,7 @@ func TestSuite(t *testing.T) {
 			t.Run("grpc auth", func(t *testing.T) { testGRPCAuth(t, d) })
 			t.Run("rest paths", func(t *testing.T) { testRESTPaths(t, d) })
 			t.Run("rest proposal flow", func(t *testing.T) { testRESTProposalFlow(t, d) })
+			t.Run("rest search follows commits", func(t *testing.T) { testRESTSearch(t, d) })
 			t.Run("rest errors", func(t *testing.T) { testRESTErrors(t, d) })
 			t.Run("metrics and config", func(t *testing.T) { testOps(t, d) })
 		})
@@ -232,7 +236,7 @@ func token(t *testing.T, d *deployment, roles ...auth.Role) string {
 	return tok
 }
 
-func dial(t *testing.T, addr string) *grpc.ClientConn {
+func dial(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -366,9 +370,7 @@ var unimplementedPaths = []struct {
 }{
 	{"GET", "/memory/context?agent=curator&query_hint=minio&budget=1000", "", "context assembly"},
 	{"GET", "/memory/layer2?agent=curator", "", "Layer 2 reads"},
-	{"GET", "/memory/search?q=minio&top_k=5&agent_id=curator&layer=1", "", "BM25 search"},
 	{"GET", "/entities/minio", "", "entity lookup"},
-	{"POST", "/memory/reindex", `{}`, "reindex"},
 	{"GET", "/memory/curator/read?mode=basic", "", "read-memory"},
 	{"GET", "/memory/curator/read?mode=wide&maxTokens=4000&includeFiles=snapshot.md", "", "read-memory"},
 	{"GET", "/memory/curator/diff?from=HEAD~5&to=HEAD&files=facts.md", "", "memory-diff"},
@@ -524,4 +526,46 @@ func testRESTProposalFlow(t *testing.T, d *deployment) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "rejected", rj["proposal"].(map[string]any)["status"])
 	require.Equal(t, "reviewer_rejected", rj["proposal"].(map[string]any)["reason"])
+}
+
+// testRESTSearch: what the write plane commits becomes searchable through
+// the edge — across processes in the split deployment, where search-index
+// follows proposal-apply's commit stream over gRPC.
+func testRESTSearch(t *testing.T, d *deployment) {
+	svc := token(t, d, auth.RoleService)
+	rev := token(t, d, auth.RoleReviewer)
+	_, resp := jsonCall(t, d, "POST", "/memory/propose", `{"agentId":"searcher","runId":"run_s1",
+	  "updates":[{"file":"facts.md","operation":"append","section":"Storage","content":"- The archive bucket keeps ninety days of zebrafish snapshots"},
+	             {"file":"runs/run_s1.md","operation":"write_run","content":"# Run: run_s1\n\nLooked at zebrafish retention.\n"}]}`, svc)
+	id := resp["proposalId"].(string)
+	code, _ := jsonCall(t, d, "POST", "/proposals/"+id+":approve", `{}`, rev)
+	require.Equal(t, http.StatusOK, code)
+
+	var res map[string]any
+	require.Eventually(t, func() bool {
+		code, res = jsonCall(t, d, "GET", "/memory/search?q=zebrafish+snapshot&top_k=5&agent_id=searcher", "", svc)
+		hits, _ := res["results"].([]any)
+		return code == http.StatusOK && len(hits) > 0
+	}, 20*time.Second, 20*time.Millisecond, "the commit becomes searchable")
+	hits := res["results"].([]any)
+	require.Len(t, hits, 1, "Layer 2 (the run) is not returned unasked")
+	hit := hits[0].(map[string]any)
+	require.Equal(t, "memory/searcher/facts.md", hit["file"])
+	require.Equal(t, float64(1), hit["layer"])
+	require.Equal(t, "searcher", hit["agentId"])
+	require.Contains(t, hit["excerpt"], "«zebrafish»")
+	require.NotEmpty(t, hit["commit"])
+	require.NotEmpty(t, res["took"])
+
+	code, res = jsonCall(t, d, "GET", "/memory/search?q=zebrafish&agent_id=searcher&layer=2", "", svc)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "memory/searcher/runs/run_s1.md", res["results"].([]any)[0].(map[string]any)["file"])
+
+	code, _ = jsonCall(t, d, "GET", "/memory/search?q=zebrafish&top_k=1000", "", svc)
+	require.Equal(t, http.StatusBadRequest, code)
+	code, _ = jsonCall(t, d, "POST", "/memory/reindex", `{}`, svc)
+	require.Equal(t, http.StatusForbidden, code, "reindex is for admins")
+	code, st := jsonCall(t, d, "GET", "/memory/index/status", "", svc)
+	require.Equal(t, http.StatusOK, code)
+	require.NotEmpty(t, st["lastCommit"])
 }

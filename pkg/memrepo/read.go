@@ -217,24 +217,11 @@ func (r *Repo) ChangedFiles(ctx context.Context, h plumbing.Hash) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	var parentTree plumbing.Hash
+	parent := plumbing.ZeroHash
 	if len(c.ParentHashes) > 0 {
-		p, err := r.commitObject(c.ParentHashes[0])
-		if err != nil {
-			return nil, err
-		}
-		parentTree = p.TreeHash
+		parent = c.ParentHashes[0]
 	}
-	set := map[string]bool{}
-	if err := r.diffTrees(ctx, "", parentTree, c.TreeHash, set); err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out, nil
+	return r.DiffCommits(ctx, parent, h)
 }
 
 // diffTrees adds to set every file path that differs between trees a and b

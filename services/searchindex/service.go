@@ -1,28 +1,343 @@
-// Package searchindex is the search-index target: BM25 search over the memory monorepo and agent sources (read plane).
+// Package searchindex is the search-index target: BM25 search over the
+// memory monorepo and the agents' sources (read plane). It follows the write
+// plane's commit stream and re-indexes only what each commit changed.
 package searchindex
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"google.golang.org/grpc"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/searchindex"
 )
 
 // Name is the fully-qualified gRPC service name, also its health-check name.
 var Name = memoryv1.SearchIndexService_ServiceDesc.ServiceName
 
-// Service is the search-index service.
-type Service struct {
-	logger *slog.Logger
+// Deps are what the service is built on.
+type Deps struct {
+	// RepoPath is the canonical bare repository, opened read-only.
+	RepoPath string
+	Blobs    blob.Store
+	// Commits is proposal-apply's client, for the commit stream (may be nil:
+	// then only polling).
+	Commits memoryv1.ProposalApplyServiceClient
+	Logger  *slog.Logger
 }
 
-// New returns the service.
-func New(logger *slog.Logger) *Service {
-	return &Service{logger: logger.With("service", "search-index")}
+// Service is the search-index service.
+type Service struct {
+	cfg    Config
+	deps   Deps
+	logger *slog.Logger
+
+	repoMu sync.Mutex
+	repo   *memrepo.Repo
+
+	index *searchindex.Index
+	// syncMu orders catch-ups, source passes and the rebuild switch.
+	syncMu     sync.Mutex
+	kick       chan struct{}
+	reindexing atomic.Bool
+
+	ctx    context.Context // the service's life, for background work
+	cancel context.CancelFunc
+	bg     sync.WaitGroup
+}
+
+// New opens the index (creating it on first start).
+func New(cfg Config, d Deps) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ix, err := searchindex.Open(cfg.IndexDir)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, deps: d, logger: d.Logger.With("service", "search-index"), index: ix, kick: make(chan struct{}, 1)}, nil
 }
 
 // Register adds the service's gRPC handlers to g.
 func (s *Service) Register(g *grpc.Server) {
 	memoryv1.RegisterSearchIndexServiceServer(g, &handler{svc: s})
+}
+
+// Start catches up in the background and follows the write plane.
+func (s *Service) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.ctx = ctx
+	s.bg.Go(func() { s.syncLoop(ctx) })
+	if s.deps.Commits != nil {
+		s.bg.Go(func() { s.follow(ctx) })
+	}
+	s.notify()
+}
+
+// StopFollowing ends the background work (catch-up, sources, the commit
+// stream), so the write plane's server can drain; searches still answer.
+func (s *Service) StopFollowing() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.bg.Wait()
+}
+
+// Stop stops following and closes the index.
+func (s *Service) Stop() {
+	s.StopFollowing()
+	_ = s.index.Close()
+}
+
+func (s *Service) notify() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// openRepo opens the repository once it exists: on a fresh deployment the
+// write plane creates it, possibly after this process started.
+func (s *Service) openRepo() (*memrepo.Repo, error) {
+	s.repoMu.Lock()
+	defer s.repoMu.Unlock()
+	if s.repo != nil {
+		return s.repo, nil
+	}
+	if _, err := os.Stat(s.deps.RepoPath); err != nil {
+		return nil, fmt.Errorf("memory repository not there yet: %w", err)
+	}
+	r, err := memrepo.Open(s.deps.RepoPath)
+	if err != nil {
+		return nil, err
+	}
+	s.repo = r
+	return r, nil
+}
+
+// syncLoop catches up on every kick and every poll, and re-lists sources.
+func (s *Service) syncLoop(ctx context.Context) {
+	head := time.NewTicker(s.cfg.HeadPoll)
+	defer head.Stop()
+	sources := time.NewTicker(s.cfg.SourcesPoll)
+	defer sources.Stop()
+	s.syncSources(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		case <-head.C:
+		case <-sources.C:
+			s.syncSources(ctx)
+			continue
+		}
+		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
+			s.logger.Warn("index catch-up failed; will retry", "err", err)
+		}
+	}
+}
+
+// catchUp indexes what changed between the index's last commit and main.
+func (s *Service) catchUp(ctx context.Context) error {
+	repo, err := s.openRepo()
+	if err != nil {
+		return err
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return err
+	}
+	last := s.index.State().LastCommit
+	if last == head.String() {
+		return nil
+	}
+	from := plumbing.ZeroHash
+	if last != "" {
+		from = plumbing.NewHash(last)
+		if _, err := repo.CommitInfo(ctx, from); err != nil {
+			// History was rewritten under us: index everything again.
+			s.logger.Warn("last indexed commit is gone from the repository; indexing all files", "commit", last)
+			from = plumbing.ZeroHash
+		}
+	}
+	start := time.Now()
+	n, err := indexCommits(ctx, repo, s.index, from, head)
+	if err != nil {
+		return err
+	}
+	s.logger.Debug("indexed commits", "from", last, "to", head.String(), "files", n, "duration_ms", time.Since(start).Milliseconds())
+	return nil
+}
+
+func (s *Service) syncSources(ctx context.Context) {
+	if s.deps.Blobs == nil {
+		return
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	n, err := indexSources(ctx, s.deps.Blobs, s.index, s.index.Files())
+	if err != nil {
+		if ctx.Err() == nil {
+			s.logger.Warn("indexing sources failed; will retry", "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		s.logger.Info("indexed sources", "changed", n)
+	}
+}
+
+// follow subscribes to proposal-apply's commit stream and kicks a catch-up
+// for every commit; on errors it reconnects with backoff (polling covers
+// the gap).
+func (s *Service) follow(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		stream, err := s.deps.Commits.WatchCommits(ctx, &memoryv1.WatchCommitsRequest{})
+		if err == nil {
+			s.notify() // anything committed before the stream was set up
+			for {
+				if _, err = stream.Recv(); err != nil {
+					break
+				}
+				backoff = 100 * time.Millisecond
+				s.notify()
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.logger.Debug("commit stream ended; reconnecting", "in", backoff.String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// Reindex rebuilds the whole index from main and the sources in the
+// background while searches keep using the current one. It returns false
+// when a rebuild is already running.
+func (s *Service) Reindex() (bool, error) {
+	ctx := s.ctx
+	repo, err := s.openRepo()
+	if err != nil {
+		return false, err
+	}
+	if !s.reindexing.CompareAndSwap(false, true) {
+		return false, nil
+	}
+	s.bg.Go(func() {
+		defer s.reindexing.Store(false)
+		start := time.Now()
+		err := s.index.Rebuild(ctx, func(b *searchindex.Builder) error {
+			head, err := repo.Head(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := indexCommits(ctx, repo, b, plumbing.ZeroHash, head); err != nil {
+				return err
+			}
+			if s.deps.Blobs == nil {
+				return nil
+			}
+			_, err = indexSources(ctx, s.deps.Blobs, b, map[string]string{})
+			return err
+		})
+		if err != nil {
+			s.logger.Error("reindex failed; the previous index stays in use", "err", err)
+			return
+		}
+		st := s.index.State()
+		s.logger.Info("reindex finished", "documents", st.Documents, "chunks", st.Chunks, "duration_ms", time.Since(start).Milliseconds())
+		s.notify() // catch up with commits made during the rebuild
+	})
+	return true, nil
+}
+
+// ReindexAgent re-reads one agent's files at main's head (and its sources)
+// into the live index, replacing whatever was indexed for it.
+func (s *Service) ReindexAgent(ctx context.Context, agentID string) error {
+	repo, err := s.openRepo()
+	if err != nil {
+		return err
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return err
+	}
+	var batch searchindex.Batch
+	present := map[string]bool{}
+	for _, dir := range []string{"memory/" + agentID, "logic/" + agentID} {
+		paths, err := repo.ListFiles(ctx, head, dir)
+		if err != nil {
+			return err
+		}
+		for _, path := range paths {
+			agent, f, ok := repoFile(path)
+			if !ok || agent != agentID {
+				continue
+			}
+			data, err := repo.ReadFile(ctx, head, path)
+			if err != nil {
+				return err
+			}
+			present[path] = true
+			batch.Upserts = append(batch.Upserts, chunkFile(path, agent, f.Layer, string(f.Kind), head.String(), string(data)))
+		}
+	}
+	for path := range s.index.Files() {
+		if agent, _, ok := repoFile(path); ok && agent == agentID && !present[path] {
+			batch.Deletes = append(batch.Deletes, path)
+		}
+	}
+	if err := s.index.Apply(ctx, batch); err != nil {
+		return err
+	}
+	if s.deps.Blobs != nil {
+		mine := map[string]string{}
+		for path := range s.index.Files() {
+			if a, ok := sourceFile(path); ok && a == agentID {
+				mine[path] = "" // no version matches: every source is read again
+			}
+		}
+		_, err = indexSources(ctx, s.deps.Blobs, s.index, mine)
+	}
+	return err
+}
+
+// WaitCurrent blocks until the index has caught up with main (tests).
+func (s *Service) WaitCurrent(ctx context.Context) error {
+	for {
+		repo, err := s.openRepo()
+		if err == nil {
+			head, err := repo.Head(ctx)
+			if err == nil && s.index.State().LastCommit == head.String() && !s.reindexing.Load() {
+				return nil
+			}
+		}
+		s.notify()
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

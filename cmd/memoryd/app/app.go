@@ -19,6 +19,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/grpcserver"
@@ -52,7 +53,9 @@ type App struct {
 	tel    *telemetry.Telemetry
 
 	proposalApply *proposalapply.Service
+	searchIndex   *searchindex.Service
 	writerLock    *os.File
+	signer        *auth.Signer
 
 	grpcSrv *grpcserver.Server
 	grpcLis net.Listener
@@ -91,6 +94,9 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
+	if a.signer, err = auth.NewSigner(secret); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
 
 	if mods.Has(ModuleProposalApply) {
 		if err := a.setupWritePlane(ctx); err != nil {
@@ -100,6 +106,11 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 
 	if err := a.setupGRPC(verifier); err != nil {
 		return nil, err
+	}
+	if mods.Has(ModuleSearchIndex) {
+		if err := a.setupSearchIndex(); err != nil {
+			return nil, err
+		}
 	}
 	if err := a.setupHTTP(ctx); err != nil {
 		return nil, err
@@ -142,6 +153,31 @@ func (a *App) setupWritePlane(ctx context.Context) error {
 	return err
 }
 
+// setupSearchIndex opens the index and connects it to the write plane's
+// commit stream with a service token of its own.
+func (a *App) setupSearchIndex() error {
+	cfg := a.cfg
+	blobs, err := blob.NewFS(cfg.Storage.ObjectsPath())
+	if err != nil {
+		return fmt.Errorf("object store: %w", err)
+	}
+	deps := searchindex.Deps{RepoPath: cfg.Storage.RepoPath(), Blobs: blobs, Logger: a.logger}
+	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
+		conn, err := grpcserver.Dial(addr, a.tel, grpc.WithPerRPCCredentials(auth.NewServiceCredentials(a.signer, "memoryd/search-index")))
+		if err != nil {
+			return err
+		}
+		a.conns["search-index->"+addr] = conn
+		deps.Commits = memoryv1.NewProposalApplyServiceClient(conn)
+	}
+	a.searchIndex, err = searchindex.New(cfg.SearchIndex, deps)
+	if err != nil {
+		return fmt.Errorf("search index: %w", err)
+	}
+	a.searchIndex.Register(a.grpcSrv.GRPC())
+	return nil
+}
+
 // setupGRPC builds this process's gRPC server with the services it runs.
 func (a *App) setupGRPC(verifier *auth.Verifier) error {
 	var local []Module
@@ -168,7 +204,7 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 		case ModuleContextAssembly:
 			contextassembly.New(a.logger).Register(g)
 		case ModuleSearchIndex:
-			searchindex.New(a.logger).Register(g)
+			// registered by setupSearchIndex, which needs the listener
 		case ModuleEntityGraph:
 			entitygraph.New(a.logger).Register(g)
 		case ModuleProposalApply:
@@ -286,6 +322,9 @@ func (a *App) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if a.searchIndex != nil {
+		a.searchIndex.Start(ctx)
+	}
 	errc := make(chan error, 2)
 	if a.grpcSrv != nil {
 		go func() { errc <- a.grpcSrv.Serve(a.grpcLis) }()
@@ -315,6 +354,11 @@ func (a *App) Run(ctx context.Context) error {
 // closeResources stops servers (gRPC health flips first so balancers stop
 // sending), then closes client connections and flushes telemetry.
 func (a *App) closeResources(ctx context.Context) {
+	if a.searchIndex != nil {
+		// Its commit stream is a call into proposal-apply: end it first, or
+		// the server would wait for it until the deadline.
+		a.searchIndex.StopFollowing()
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -332,6 +376,9 @@ func (a *App) closeResources(ctx context.Context) {
 		_ = a.httpLis.Close()
 	}
 	<-done
+	if a.searchIndex != nil {
+		a.searchIndex.Stop()
+	}
 	if a.proposalApply != nil {
 		a.proposalApply.Stop() // finishes the apply under way: no half commit
 	}

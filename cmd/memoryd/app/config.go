@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/garden-bloom/memory/services/proposalapply"
+	"github.com/garden-bloom/memory/services/searchindex"
 )
 
 // EnvPrefix prefixes the environment variable of every flag:
@@ -33,6 +34,7 @@ type Config struct {
 	Peers         PeersConfig
 	Auth          AuthConfig
 	ProposalApply proposalapply.Config
+	SearchIndex   searchindex.Config
 }
 
 // StorageConfig says where the embedded default keeps its state.
@@ -154,6 +156,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Peers.RegisterFlags(fs)
 	c.Auth.RegisterFlags(fs)
 	c.ProposalApply.RegisterFlags(fs)
+	c.SearchIndex.RegisterFlags(fs)
 }
 
 // Validate checks the whole configuration, including that every service the
@@ -176,6 +179,14 @@ func (c *Config) Validate() error {
 	} else if c.ProposalApply.GitRemoteURL != "" || c.ProposalApply.GitCredentialsFile != "" {
 		// Only the write plane may hold git write credentials.
 		return fmt.Errorf("target %q does not run proposal-apply: it must not be given --git-remote-url or --git-credentials-file", c.Target)
+	}
+	if mods.Has(ModuleSearchIndex) {
+		if err := c.SearchIndex.Validate(); err != nil {
+			return err
+		}
+		if c.SearchIndex.IndexDir == "" {
+			c.SearchIndex.IndexDir = filepath.Join(c.Storage.DataDir, "search-index")
+		}
 	}
 	if mods.Has(ModuleGateway) {
 		for _, m := range ServiceModules {

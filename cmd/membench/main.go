@@ -1,0 +1,40 @@
+// Command membench measures Garden Bloom Memory.
+//
+//	membench quality --data ../shared/data   retrieval quality on public data sets
+//
+// The data sets are not part of the product: when --data has no data set the
+// command says so and exits 0, so `make bench-quality` is safe anywhere.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "membench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: membench quality --data DIR")
+	}
+	switch args[0] {
+	case "quality":
+		fs := flag.NewFlagSet("membench quality", flag.ContinueOnError)
+		data := fs.String("data", "../shared/data", "directory holding scifact/ (BEIR) and locomo/")
+		work := fs.String("work", "", "working directory for the repository and index (default: a temporary one)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return quality(ctx, *data, *work, out)
+	default:
+		return fmt.Errorf("unknown command %q (want quality)", args[0])
+	}
+}

@@ -1,0 +1,480 @@
+// Package searchindex is the BM25 index of the memory monorepo and the
+// agents' sources: chunks of Markdown with their file, line span, agent,
+// layer, kind and commit, in a persisted bluge index.
+//
+// The index remembers what it has indexed inside itself — a state document
+// with the last indexed commit, and one document per file with its chunk
+// count — written in the same batch as the chunks. A batch is atomic, so
+// after a crash the index and its idea of where it is never disagree, and a
+// restart catches up from there instead of rebuilding.
+//
+// Rebuilds run into a new generation directory while the current one keeps
+// answering; the switch is one atomic rename of the CURRENT file.
+package searchindex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blugelabs/bluge"
+	"github.com/blugelabs/bluge/analysis"
+	"github.com/blugelabs/bluge/index"
+
+	"github.com/garden-bloom/memory/pkg/chunker"
+	"github.com/garden-bloom/memory/pkg/textanalysis"
+)
+
+// BM25 parameters: the classic defaults (Robertson's, Lucene's). On BEIR
+// SciFact they score a little above Anserini's k1=0.9, b=0.4 with our
+// analyzer (see README, "Search quality").
+const (
+	BM25K1 = 1.2
+	BM25B  = 0.75
+)
+
+// Field names.
+const (
+	fieldBody    = "body" // analyzed: headings + chunk text
+	fieldText    = "text" // stored only: the chunk's own text, for excerpts
+	fieldPath    = "path"
+	fieldAgent   = "agent"
+	fieldLayer   = "layer"
+	fieldKind    = "kind"
+	fieldDocType = "doctype"
+	fieldStart   = "start"
+	fieldEnd     = "end"
+	fieldCommit  = "commit"
+	fieldMeta    = "meta" // stored JSON of file and state documents
+
+	docChunk = "chunk"
+	docFile  = "file"
+	docState = "state"
+
+	stateID = "_state"
+)
+
+// File is one file to index, already split into chunks.
+type File struct {
+	// Path as shown in results: the repository path, or the object key of a source.
+	Path    string
+	AgentID string
+	// Layer is 1 or 2 for memory files, 0 for logic and sources.
+	Layer int
+	// Kind is what the file is ("facts", "snapshot", "source", …).
+	Kind string
+	// Version is the commit (git files) or ETag (sources) the content is from.
+	Version string
+	Chunks  []chunker.Chunk
+}
+
+// fileMeta is the per-file bookkeeping stored in the index.
+type fileMeta struct {
+	Chunks  int    `json:"chunks"`
+	Version string `json:"version"`
+}
+
+// State is where the index is.
+type State struct {
+	// LastCommit is the last memory-repository commit fully indexed.
+	LastCommit string    `json:"lastCommit"`
+	IndexedAt  time.Time `json:"indexedAt"`
+	// Documents and Chunks count indexed files and chunks.
+	Documents int `json:"documents"`
+	Chunks    int `json:"chunks"`
+}
+
+// generation is one on-disk index.
+type generation struct {
+	dir    string
+	writer *bluge.Writer
+	reader *bluge.Reader
+	files  map[string]fileMeta
+	state  State
+}
+
+// Index is the searchable index with its current generation.
+type Index struct {
+	base     string
+	analyzer *analysis.Analyzer
+
+	writeMu sync.Mutex // one batch at a time
+	mu      sync.RWMutex
+	cur     *generation
+}
+
+// Open opens (or creates) the index under base.
+func Open(base string) (*Index, error) {
+	if err := os.MkdirAll(base, 0o750); err != nil {
+		return nil, err
+	}
+	ix := &Index{base: base, analyzer: textanalysis.NewAnalyzer()}
+	name, err := os.ReadFile(filepath.Join(base, "CURRENT"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		name = []byte("gen-1")
+	case err != nil:
+		return nil, err
+	}
+	g, err := ix.openGeneration(filepath.Join(base, strings.TrimSpace(string(name))))
+	if err != nil {
+		return nil, err
+	}
+	if err := writeCurrent(base, filepath.Base(g.dir)); err != nil {
+		return nil, err
+	}
+	ix.cur = g
+	ix.removeStaleGenerations()
+	return ix, nil
+}
+
+func (ix *Index) config(dir string) bluge.Config {
+	cfg := bluge.DefaultConfig(dir)
+	cfg.DefaultSimilarity = bm25{k1: BM25K1, b: BM25B}
+	return cfg
+}
+
+func (ix *Index) openGeneration(dir string) (*generation, error) {
+	w, err := bluge.OpenWriter(ix.config(dir))
+	if err != nil {
+		return nil, fmt.Errorf("searchindex: open %s: %w", dir, err)
+	}
+	r, err := w.Reader()
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	g := &generation{dir: dir, writer: w, reader: r, files: map[string]fileMeta{}}
+	if err := g.load(context.Background()); err != nil {
+		_ = r.Close()
+		_ = w.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// load reads the state and file documents back from the index.
+func (g *generation) load(ctx context.Context) error {
+	q := bluge.NewBooleanQuery().AddShould(
+		bluge.NewTermQuery(docFile).SetField(fieldDocType),
+		bluge.NewTermQuery(docState).SetField(fieldDocType))
+	it, err := g.reader.Search(ctx, bluge.NewAllMatches(q))
+	if err != nil {
+		return err
+	}
+	for m, err := it.Next(); m != nil || err != nil; m, err = it.Next() {
+		if err != nil {
+			return err
+		}
+		var id, doctype string
+		var meta []byte
+		if err := m.VisitStoredFields(func(field string, value []byte) bool {
+			switch field {
+			case "_id":
+				id = string(value)
+			case fieldDocType:
+				doctype = string(value)
+			case fieldMeta:
+				meta = append([]byte(nil), value...)
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+		switch doctype {
+		case docState:
+			if err := json.Unmarshal(meta, &g.state); err != nil {
+				return fmt.Errorf("searchindex: state: %w", err)
+			}
+		case docFile:
+			var fm fileMeta
+			if err := json.Unmarshal(meta, &fm); err != nil {
+				return fmt.Errorf("searchindex: file %s: %w", id, err)
+			}
+			g.files[strings.TrimPrefix(id, "file:")] = fm
+		}
+	}
+	return nil
+}
+
+func (g *generation) close() {
+	_ = g.reader.Close()
+	_ = g.writer.Close()
+}
+
+// Close closes the index.
+func (ix *Index) Close() error {
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.cur != nil {
+		ix.cur.close()
+		ix.cur = nil
+	}
+	return nil
+}
+
+// State returns where the index is.
+func (ix *Index) State() State {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.cur.state
+}
+
+// Batch is a set of changes applied atomically with a new state.
+type Batch struct {
+	Upserts []File
+	// Deletes are paths whose chunks leave the index.
+	Deletes []string
+	// Commit, when set, becomes the state's LastCommit.
+	Commit string
+}
+
+// Apply writes a batch to the current generation and makes it searchable.
+func (ix *Index) Apply(ctx context.Context, b Batch) error {
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	ix.mu.RLock()
+	g := ix.cur
+	ix.mu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := ix.applyTo(g, b)
+	if err != nil {
+		return err
+	}
+	ix.mu.Lock()
+	old := g.reader
+	g.reader = r
+	ix.mu.Unlock()
+	_ = old.Close()
+	return nil
+}
+
+// applyTo writes b into g and returns a reader that sees it; g's bookkeeping
+// is updated. The caller holds writeMu and swaps the reader.
+func (ix *Index) applyTo(g *generation, b Batch) (*bluge.Reader, error) {
+	batch := index.NewBatch()
+	files := make(map[string]fileMeta, len(b.Upserts)+len(b.Deletes))
+	for _, path := range b.Deletes {
+		ix.deleteFile(batch, g, path)
+		files[path] = fileMeta{Chunks: -1}
+	}
+	for _, f := range b.Upserts {
+		// Chunk ids are path#0..n-1: updates replace the first n, and only
+		// the chunks past the new count are deleted, so no id is both
+		// deleted and updated in one batch.
+		for i := len(f.Chunks); i < g.files[f.Path].Chunks; i++ {
+			batch.Delete(bluge.Identifier(chunkID(f.Path, i)))
+		}
+		for i, c := range f.Chunks {
+			batch.Update(bluge.Identifier(chunkID(f.Path, i)), ix.chunkDoc(f, i, c))
+		}
+		fm := fileMeta{Chunks: len(f.Chunks), Version: f.Version}
+		meta, _ := json.Marshal(fm)
+		doc := bluge.NewDocument("file:" + f.Path).
+			AddField(bluge.NewKeywordField(fieldDocType, docFile).StoreValue()).
+			AddField(bluge.NewStoredOnlyField(fieldMeta, meta))
+		batch.Update(doc.ID(), doc)
+		files[f.Path] = fm
+	}
+	next := g.state
+	if b.Commit != "" {
+		next.LastCommit = b.Commit
+	}
+	next.IndexedAt = time.Now().UTC()
+	next.Documents, next.Chunks = 0, 0
+	for path, fm := range g.files {
+		if _, changed := files[path]; !changed {
+			next.Documents++
+			next.Chunks += fm.Chunks
+		}
+	}
+	for _, fm := range files {
+		if fm.Chunks >= 0 {
+			next.Documents++
+			next.Chunks += fm.Chunks
+		}
+	}
+	stateJSON, _ := json.Marshal(next)
+	stateDoc := bluge.NewDocument(stateID).
+		AddField(bluge.NewKeywordField(fieldDocType, docState).StoreValue()).
+		AddField(bluge.NewStoredOnlyField(fieldMeta, stateJSON))
+	batch.Update(stateDoc.ID(), stateDoc)
+
+	if err := g.writer.Batch(batch); err != nil {
+		return nil, fmt.Errorf("searchindex: batch: %w", err)
+	}
+	r, err := g.writer.Reader()
+	if err != nil {
+		return nil, err
+	}
+	// Readers (State, Files) hold mu; writers also hold writeMu, so reads of
+	// g.files above need no lock.
+	ix.mu.Lock()
+	for path, fm := range files {
+		if fm.Chunks < 0 {
+			delete(g.files, path)
+		} else {
+			g.files[path] = fm
+		}
+	}
+	g.state = next
+	ix.mu.Unlock()
+	return r, nil
+}
+
+func (ix *Index) deleteFile(batch *index.Batch, g *generation, path string) {
+	fm, ok := g.files[path]
+	if !ok {
+		return
+	}
+	for i := range fm.Chunks {
+		batch.Delete(bluge.Identifier(chunkID(path, i)))
+	}
+	batch.Delete(bluge.Identifier("file:" + path))
+}
+
+func chunkID(path string, i int) string { return path + "#" + strconv.Itoa(i) }
+
+func (ix *Index) chunkDoc(f File, i int, c chunker.Chunk) *bluge.Document {
+	body := c.Text
+	if len(c.Headings) > 0 {
+		// Headings give a bullet its context (the section it is in, the
+		// document title), as Anserini indexes title and text together.
+		body = strings.Join(c.Headings, "\n") + "\n" + c.Text
+	}
+	return bluge.NewDocument(chunkID(f.Path, i)).
+		AddField(bluge.NewKeywordField(fieldDocType, docChunk)).
+		AddField(bluge.NewTextField(fieldBody, body).WithAnalyzer(ix.analyzer).SearchTermPositions()).
+		AddField(bluge.NewStoredOnlyField(fieldText, []byte(c.Text))).
+		AddField(bluge.NewKeywordField(fieldPath, f.Path).StoreValue()).
+		AddField(bluge.NewKeywordField(fieldAgent, f.AgentID).StoreValue()).
+		AddField(bluge.NewKeywordField(fieldLayer, strconv.Itoa(f.Layer)).StoreValue()).
+		AddField(bluge.NewKeywordField(fieldKind, f.Kind).StoreValue()).
+		AddField(bluge.NewStoredOnlyField(fieldStart, []byte(strconv.Itoa(c.StartLine)))).
+		AddField(bluge.NewStoredOnlyField(fieldEnd, []byte(strconv.Itoa(c.EndLine)))).
+		AddField(bluge.NewStoredOnlyField(fieldCommit, []byte(f.Version)))
+}
+
+// Files returns the indexed paths with the version each was indexed at.
+func (ix *Index) Files() map[string]string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	out := make(map[string]string, len(ix.cur.files))
+	for p, fm := range ix.cur.files {
+		out[p] = fm.Version
+	}
+	return out
+}
+
+// Builder fills a new generation during a rebuild.
+type Builder struct {
+	ix *Index
+	g  *generation
+}
+
+// Apply writes a batch into the generation being built.
+func (b *Builder) Apply(_ context.Context, batch Batch) error {
+	r, err := b.ix.applyTo(b.g, batch)
+	if err != nil {
+		return err
+	}
+	old := b.g.reader
+	b.g.reader = r
+	return old.Close()
+}
+
+// Rebuild fills a fresh generation with fill while the current one keeps
+// answering searches and taking batches, then switches to it atomically.
+// Batches applied to the old generation during the rebuild are not carried
+// over: fill's last batch sets LastCommit, and the caller catches up from
+// there after Rebuild returns.
+func (ix *Index) Rebuild(ctx context.Context, fill func(*Builder) error) error {
+	ix.mu.RLock()
+	curName := filepath.Base(ix.cur.dir)
+	ix.mu.RUnlock()
+	n, _ := strconv.Atoi(strings.TrimPrefix(curName, "gen-"))
+	dir := filepath.Join(ix.base, "gen-"+strconv.Itoa(n+1))
+	_ = os.RemoveAll(dir) // a rebuild that died half-way
+	g, err := ix.openGeneration(dir)
+	if err != nil {
+		return err
+	}
+	if err := fill(&Builder{ix: ix, g: g}); err != nil {
+		g.close()
+		_ = os.RemoveAll(dir)
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		g.close()
+		_ = os.RemoveAll(dir)
+		return err
+	}
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	if err := writeCurrent(ix.base, filepath.Base(dir)); err != nil {
+		g.close()
+		return err
+	}
+	ix.mu.Lock()
+	old := ix.cur
+	ix.cur = g
+	ix.mu.Unlock()
+	old.close()
+	_ = os.RemoveAll(old.dir)
+	return nil
+}
+
+// writeCurrent points CURRENT at a generation, atomically and durably.
+func writeCurrent(base, name string) error {
+	tmp := filepath.Join(base, "CURRENT.tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(name + "\n"); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(base, "CURRENT")); err != nil {
+		return err
+	}
+	d, err := os.Open(base)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// removeStaleGenerations deletes generation directories CURRENT does not
+// name (left by a rebuild interrupted by a crash).
+func (ix *Index) removeStaleGenerations() {
+	entries, err := os.ReadDir(ix.base)
+	if err != nil {
+		return
+	}
+	cur := filepath.Base(ix.cur.dir)
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "gen-") && e.Name() != cur {
+			_ = os.RemoveAll(filepath.Join(ix.base, e.Name()))
+		}
+	}
+}

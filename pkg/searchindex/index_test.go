@@ -1,0 +1,195 @@
+package searchindex
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/garden-bloom/memory/pkg/chunker"
+)
+
+func file(path, agent string, layer int, kind, version, md string) File {
+	return File{Path: path, AgentID: agent, Layer: layer, Kind: kind, Version: version, Chunks: chunker.Split(md, chunker.Options{})}
+}
+
+func paths(r *Result) []string {
+	var out []string
+	for _, h := range r.Hits {
+		out = append(out, h.Path)
+	}
+	return out
+}
+
+func seed(t *testing.T, ix *Index) {
+	t.Helper()
+	require.NoError(t, ix.Apply(context.Background(), Batch{Commit: "c1", Upserts: []File{
+		file("memory/cur/facts.md", "cur", 1, "facts", "c1", "# Facts: cur\n\n## Storage\n- MinIO bucket mcpstorage has versioning enabled\n- Backups run nightly\n"),
+		file("memory/cur/decisions.md", "cur", 2, "decisions", "c1", "# Decisions: cur\n\n## 2026-02-17 — Use MinIO for snapshots\n**Status:** accepted\n**Rationale:** versioning protects snapshots\n"),
+		file("memory/ops/facts.md", "ops", 1, "facts", "c1", "# Facts: ops\n\n## Infra\n- The MinIO cluster runs in three zones\n"),
+		file("agents/cur/sources/guide.md", "cur", 0, "source", "etag1", "# Guide\n\nVersioning keeps every version of an object.\n"),
+	}}))
+}
+
+func TestSearchFiltersAndLayers(t *testing.T) {
+	ix, err := Open(t.TempDir())
+	require.NoError(t, err)
+	defer ix.Close()
+	seed(t, ix)
+
+	res, err := ix.Search(context.Background(), Query{Text: "minio versioning"})
+	require.NoError(t, err)
+	require.NotContains(t, paths(res), "memory/cur/decisions.md", "Layer 2 never appears unasked")
+	require.Equal(t, "memory/cur/facts.md", res.Hits[0].Path)
+	require.Equal(t, 1, res.Hits[0].Layer)
+	require.Equal(t, "cur", res.Hits[0].AgentID)
+	require.Equal(t, 4, res.Hits[0].StartLine)
+	require.Equal(t, "c1", res.Hits[0].Version)
+	require.Contains(t, res.Hits[0].Excerpt, "«MinIO»")
+	require.Contains(t, res.Hits[0].Excerpt, "«versioning»")
+	require.Equal(t, "c1", res.State.LastCommit)
+
+	res, err = ix.Search(context.Background(), Query{Text: "minio versioning", Layer: 2})
+	require.NoError(t, err)
+	require.Equal(t, []string{"memory/cur/decisions.md"}, paths(res))
+
+	res, err = ix.Search(context.Background(), Query{Text: "minio", AgentID: "ops"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"memory/ops/facts.md"}, paths(res))
+
+	res, err = ix.Search(context.Background(), Query{Text: "versioning", Kinds: []string{"source"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"agents/cur/sources/guide.md"}, paths(res))
+
+	res, err = ix.Search(context.Background(), Query{Text: "minio", PathPrefix: "memory/ops/"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"memory/ops/facts.md"}, paths(res))
+
+	_, err = ix.Search(context.Background(), Query{Text: "the of and"})
+	require.ErrorIs(t, err, ErrEmptyQuery)
+}
+
+func TestFiltersDoNotChangeRanking(t *testing.T) {
+	ix, err := Open(t.TempDir())
+	require.NoError(t, err)
+	defer ix.Close()
+	seed(t, ix)
+	all, err := ix.Search(context.Background(), Query{Text: "minio zones"})
+	require.NoError(t, err)
+	only, err := ix.Search(context.Background(), Query{Text: "minio zones", AgentID: "ops"})
+	require.NoError(t, err)
+	for _, h := range all.Hits {
+		if h.AgentID == "ops" {
+			require.InDelta(t, h.Score, only.Hits[0].Score, 1e-9)
+		}
+	}
+}
+
+func TestPhrases(t *testing.T) {
+	ix, err := Open(t.TempDir())
+	require.NoError(t, err)
+	defer ix.Close()
+	require.NoError(t, ix.Apply(context.Background(), Batch{Upserts: []File{
+		file("memory/a/facts.md", "a", 1, "facts", "c", "# F\n\n## D\n- backups run nightly in zone one\n- one zone runs nightly backups\n"),
+	}}))
+	res, err := ix.Search(context.Background(), Query{Text: `"backups run nightly"`})
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 1)
+	require.Equal(t, 4, res.Hits[0].StartLine)
+	res, err = ix.Search(context.Background(), Query{Text: `backups nightly`})
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 2)
+}
+
+func TestIncrementalUpdatesAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	ix, err := Open(dir)
+	require.NoError(t, err)
+	seed(t, ix)
+	// Change: the file shrinks from two chunks to one; delete another file.
+	require.NoError(t, ix.Apply(context.Background(), Batch{Commit: "c2",
+		Upserts: []File{file("memory/cur/facts.md", "cur", 1, "facts", "c2", "# Facts: cur\n\n## Storage\n- Snapshots go to tape\n")},
+		Deletes: []string{"memory/ops/facts.md"}}))
+	res, err := ix.Search(context.Background(), Query{Text: "minio"})
+	require.NoError(t, err)
+	require.Empty(t, paths(res), "old chunks and deleted files are gone")
+	res, err = ix.Search(context.Background(), Query{Text: "backups nightly"})
+	require.NoError(t, err)
+	require.Empty(t, res.Hits, "the second chunk of the old version is gone")
+	st := ix.State()
+	require.Equal(t, "c2", st.LastCommit)
+	require.Equal(t, 3, st.Documents)
+	require.NoError(t, ix.Close())
+
+	// Restart: state and per-file bookkeeping come back from the index.
+	ix, err = Open(dir)
+	require.NoError(t, err)
+	defer ix.Close()
+	require.Equal(t, "c2", ix.State().LastCommit)
+	require.Equal(t, map[string]string{"memory/cur/facts.md": "c2", "memory/cur/decisions.md": "c1", "agents/cur/sources/guide.md": "etag1"}, ix.Files())
+	res, err = ix.Search(context.Background(), Query{Text: "tape"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"memory/cur/facts.md"}, paths(res))
+}
+
+func TestRebuildWhileSearching(t *testing.T) {
+	dir := t.TempDir()
+	ix, err := Open(dir)
+	require.NoError(t, err)
+	defer ix.Close()
+	seed(t, ix)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var failures int
+	var mu sync.Mutex
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := ix.Search(context.Background(), Query{Text: "minio"})
+			mu.Lock()
+			if err != nil || len(res.Hits) == 0 {
+				failures++
+			}
+			mu.Unlock()
+		}
+	})
+	err = ix.Rebuild(context.Background(), func(b *Builder) error {
+		for i := range 50 {
+			if err := b.Apply(context.Background(), Batch{Upserts: []File{
+				file(fmt.Sprintf("memory/a%d/facts.md", i), fmt.Sprintf("a%d", i), 1, "facts", "c9", "# F\n\n## D\n- minio fact\n")}}); err != nil {
+				return err
+			}
+		}
+		return b.Apply(context.Background(), Batch{Commit: "c9"})
+	})
+	require.NoError(t, err)
+	close(stop)
+	wg.Wait()
+	require.Zero(t, failures, "searches keep answering during a rebuild")
+	require.Equal(t, "c9", ix.State().LastCommit)
+	require.Equal(t, 50, ix.State().Documents)
+	gens, err := filepath.Glob(filepath.Join(dir, "gen-*"))
+	require.NoError(t, err)
+	require.Len(t, gens, 1, "the old generation is removed")
+	require.True(t, strings.HasSuffix(gens[0], "gen-2"))
+}
+
+func TestExcerptWindowAndMarks(t *testing.T) {
+	ix, err := Open(t.TempDir())
+	require.NoError(t, err)
+	defer ix.Close()
+	long := strings.Repeat("filler words here ", 40) + "the Ключове рішення about storage " + strings.Repeat("more filler ", 40)
+	ex := ix.excerpt(long, ix.terms("storage"))
+	require.Contains(t, ex, "«storage»")
+	require.True(t, strings.HasPrefix(ex, "…"))
+	require.True(t, strings.HasSuffix(ex, "…"))
+	require.Less(t, len(ex), 400)
+}

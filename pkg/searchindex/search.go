@@ -1,0 +1,230 @@
+package searchindex
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/blugelabs/bluge"
+)
+
+// Limits of a query.
+const (
+	DefaultTopK = 10
+	MaxTopK     = 100
+	// excerptRadius is how many bytes of context an excerpt keeps around
+	// its first match.
+	excerptRadius = 160
+	// Marks around matched words in an excerpt.
+	MarkOpen, MarkClose = "«", "»"
+)
+
+// ErrEmptyQuery is returned for a query with no searchable words.
+var ErrEmptyQuery = errors.New("query has no searchable words")
+
+// Query is a search request.
+type Query struct {
+	Text string
+	TopK int
+	// AgentID limits results to one agent ("" = all).
+	AgentID string
+	// Layer 1 or 2 limits to that layer; 0 means Layer 1, logic and sources —
+	// never Layer 2, which is read only on explicit request.
+	Layer int
+	// Kinds limits to these kinds of file.
+	Kinds []string
+	// PathPrefix limits to files under this prefix.
+	PathPrefix string
+}
+
+// Hit is one matching chunk.
+type Hit struct {
+	Score     float64
+	Path      string
+	Excerpt   string
+	Layer     int
+	AgentID   string
+	Kind      string
+	StartLine int
+	EndLine   int
+	Version   string
+}
+
+// Result is a search's answer.
+type Result struct {
+	Hits      []Hit
+	TotalHits int
+	Took      time.Duration
+	State     State
+}
+
+var phraseRe = regexp.MustCompile(`"([^"]+)"`)
+
+// Search runs q against the current generation.
+func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
+	start := time.Now()
+	topK := q.TopK
+	if topK <= 0 {
+		topK = DefaultTopK
+	}
+	if topK > MaxTopK {
+		topK = MaxTopK
+	}
+	text, phrases := splitPhrases(q.Text)
+	queryTerms := ix.terms(q.Text)
+	if len(queryTerms) == 0 {
+		return nil, ErrEmptyQuery
+	}
+
+	match := bluge.NewBooleanQuery()
+	for _, p := range phrases {
+		if len(ix.terms(p)) > 0 {
+			match.AddMust(bluge.NewMatchPhraseQuery(p).SetField(fieldBody).SetAnalyzer(ix.analyzer))
+		}
+	}
+	if len(ix.terms(text)) > 0 {
+		words := bluge.NewMatchQuery(text).SetField(fieldBody).SetAnalyzer(ix.analyzer)
+		if len(phrases) == 0 {
+			match.AddMust(words)
+		} else {
+			match.AddShould(words) // phrases must match; other words rank
+		}
+	}
+
+	// Filters score nothing (boost 0): they select, BM25 alone ranks.
+	root := bluge.NewBooleanQuery().AddMust(match)
+	filter := func(field, value string) {
+		root.AddMust(bluge.NewTermQuery(value).SetField(field).SetBoost(0))
+	}
+	if q.AgentID != "" {
+		filter(fieldAgent, q.AgentID)
+	}
+	switch q.Layer {
+	case 1, 2:
+		filter(fieldLayer, strconv.Itoa(q.Layer))
+	default:
+		root.AddMustNot(bluge.NewTermQuery("2").SetField(fieldLayer))
+	}
+	if len(q.Kinds) > 0 {
+		kinds := bluge.NewBooleanQuery().SetBoost(0)
+		for _, k := range q.Kinds {
+			kinds.AddShould(bluge.NewTermQuery(k).SetField(fieldKind))
+		}
+		root.AddMust(kinds)
+	}
+	if q.PathPrefix != "" {
+		root.AddMust(bluge.NewPrefixQuery(q.PathPrefix).SetField(fieldPath).SetBoost(0))
+	}
+
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	req := bluge.NewTopNSearch(topK, root).WithStandardAggregations()
+	it, err := ix.cur.reader.Search(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{State: ix.cur.state}
+	for m, err := it.Next(); m != nil || err != nil; m, err = it.Next() {
+		if err != nil {
+			return nil, err
+		}
+		h := Hit{Score: m.Score}
+		var chunkText string
+		if err := m.VisitStoredFields(func(field string, value []byte) bool {
+			switch field {
+			case fieldText:
+				chunkText = string(value)
+			case fieldPath:
+				h.Path = string(value)
+			case fieldAgent:
+				h.AgentID = string(value)
+			case fieldLayer:
+				h.Layer, _ = strconv.Atoi(string(value))
+			case fieldKind:
+				h.Kind = string(value)
+			case fieldStart:
+				h.StartLine, _ = strconv.Atoi(string(value))
+			case fieldEnd:
+				h.EndLine, _ = strconv.Atoi(string(value))
+			case fieldCommit:
+				h.Version = string(value)
+			}
+			return true
+		}); err != nil {
+			return nil, err
+		}
+		h.Excerpt = ix.excerpt(chunkText, queryTerms)
+		res.Hits = append(res.Hits, h)
+	}
+	res.TotalHits = int(it.Aggregations().Count())
+	res.Took = time.Since(start)
+	return res, nil
+}
+
+// splitPhrases separates "quoted phrases" from the other words.
+func splitPhrases(s string) (rest string, phrases []string) {
+	for _, m := range phraseRe.FindAllStringSubmatch(s, -1) {
+		phrases = append(phrases, m[1])
+	}
+	return strings.TrimSpace(phraseRe.ReplaceAllString(s, " ")), phrases
+}
+
+// terms are the analyzed terms of s.
+func (ix *Index) terms(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range ix.analyzer.Analyze([]byte(s)) {
+		out[string(t.Term)] = true
+	}
+	return out
+}
+
+// excerpt returns the part of text around its first match, with every
+// matching word marked «like this».
+func (ix *Index) excerpt(text string, queryTerms map[string]bool) string {
+	type span struct{ start, end int }
+	var marks []span
+	for _, t := range ix.analyzer.Analyze([]byte(text)) {
+		if queryTerms[string(t.Term)] {
+			marks = append(marks, span{t.Start, t.End})
+		}
+	}
+	sort.Slice(marks, func(i, j int) bool { return marks[i].start < marks[j].start })
+	from, to := 0, len(text)
+	if len(marks) > 0 && len(text) > 2*excerptRadius {
+		from = max(0, marks[0].start-excerptRadius/2)
+		to = min(len(text), from+2*excerptRadius)
+	} else if len(text) > 2*excerptRadius {
+		to = 2 * excerptRadius
+	}
+	for from > 0 && !utf8.RuneStart(text[from]) {
+		from--
+	}
+	for to < len(text) && !utf8.RuneStart(text[to]) {
+		to++
+	}
+	var b strings.Builder
+	if from > 0 {
+		b.WriteString("…")
+	}
+	pos := from
+	for _, m := range marks {
+		if m.start < pos || m.end > to {
+			continue
+		}
+		b.WriteString(text[pos:m.start])
+		b.WriteString(MarkOpen)
+		b.WriteString(text[m.start:m.end])
+		b.WriteString(MarkClose)
+		pos = m.end
+	}
+	b.WriteString(text[pos:to])
+	if to < len(text) {
+		b.WriteString("…")
+	}
+	return b.String()
+}

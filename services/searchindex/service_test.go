@@ -1,0 +1,259 @@
+package searchindex
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/searchindex"
+)
+
+type env struct {
+	t      *testing.T
+	dir    string
+	repo   *memrepo.Repo
+	blobs  blob.Store
+	svc    *Service
+	client memoryv1.SearchIndexServiceClient
+	signer *auth.Signer
+	stop   func()
+}
+
+func newEnv(t *testing.T) *env {
+	dir := t.TempDir()
+	repo, err := memrepo.Init(context.Background(), filepath.Join(dir, "memory.git"), memrepo.InitOptions{})
+	require.NoError(t, err)
+	blobs, err := blob.NewFS(filepath.Join(dir, "objects"))
+	require.NoError(t, err)
+	e := &env{t: t, dir: dir, repo: repo, blobs: blobs}
+	e.start()
+	return e
+}
+
+func (e *env) start() {
+	t := e.t
+	svc, err := New(Config{IndexDir: filepath.Join(e.dir, "index"), HeadPoll: 20 * time.Millisecond, SourcesPoll: 50 * time.Millisecond},
+		Deps{RepoPath: e.repo.Path(), Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	secret := []byte(strings.Repeat("s", 64))
+	e.signer, err = auth.NewSigner(secret)
+	require.NoError(t, err)
+	v, err := auth.NewVerifier(secret)
+	require.NoError(t, err)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(v, nil)))
+	svc.Register(srv)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	svc.Start(context.Background())
+	e.svc, e.client = svc, memoryv1.NewSearchIndexServiceClient(conn)
+	done := false
+	e.stop = func() {
+		if done {
+			return
+		}
+		done = true
+		_ = conn.Close()
+		srv.Stop()
+		svc.Stop()
+	}
+	t.Cleanup(e.stop)
+}
+
+func (e *env) as(roles []auth.Role, agents ...string) context.Context {
+	tok, err := e.signer.Mint("t", roles, agents, time.Hour)
+	require.NoError(e.t, err)
+	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+}
+
+func (e *env) svcCtx() context.Context { return e.as([]auth.Role{auth.RoleService}, "*") }
+
+func (e *env) commit(changes ...memrepo.Change) plumbing.Hash {
+	ctx := context.Background()
+	head, err := e.repo.Head(ctx)
+	require.NoError(e.t, err)
+	h, err := e.repo.Commit(ctx, memrepo.CommitRequest{Parent: head, Message: "test commit", Changes: changes})
+	require.NoError(e.t, err)
+	return h
+}
+
+func put(path, content string) memrepo.Change {
+	return memrepo.Change{Path: path, Content: []byte(content)}
+}
+
+func (e *env) search(req *memoryv1.SearchRequest) []string {
+	e.t.Helper()
+	resp, err := e.client.Search(e.svcCtx(), req)
+	require.NoError(e.t, err)
+	var files []string
+	for _, r := range resp.GetResults() {
+		files = append(files, r.GetFile())
+	}
+	return files
+}
+
+func (e *env) current() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(e.t, e.svc.WaitCurrent(ctx))
+}
+
+func TestFollowsCommitsIncrementally(t *testing.T) {
+	e := newEnv(t)
+	e.commit(put("memory/cur/facts.md", "# Facts: cur\n\n## Storage\n- MinIO bucket has versioning\n"),
+		put("memory/cur/decisions.md", "# Decisions: cur\n\n## 2026-02-17 — Use MinIO\n**Status:** accepted\n"),
+		put("memory/cur/meta.json", `{"version": 1}`),
+		put("logic/cur/current.pseudo.md", "# Logic\n\n1. check the MinIO bucket\n"))
+	e.current()
+	require.ElementsMatch(t, []string{"memory/cur/facts.md", "logic/cur/current.pseudo.md"}, e.search(&memoryv1.SearchRequest{Query: "minio"}))
+	require.Equal(t, []string{"memory/cur/decisions.md"}, e.search(&memoryv1.SearchRequest{Query: "minio", Layer: 2}))
+
+	// Change one file, delete another, add a third.
+	e.commit(put("memory/cur/facts.md", "# Facts: cur\n\n## Storage\n- Snapshots go to tape\n"),
+		memrepo.Change{Path: "logic/cur/current.pseudo.md", Delete: true},
+		put("memory/ops/snapshot.md", "# Snapshot: ops\n\nWatching the MinIO upgrade.\n"))
+	e.current()
+	require.Equal(t, []string{"memory/ops/snapshot.md"}, e.search(&memoryv1.SearchRequest{Query: "minio"}))
+	require.Equal(t, []string{"memory/cur/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "tape"}))
+
+	resp, err := e.client.Search(e.svcCtx(), &memoryv1.SearchRequest{Query: "tape"})
+	require.NoError(t, err)
+	r := resp.GetResults()[0]
+	require.Equal(t, int32(1), r.GetLayer())
+	require.Equal(t, "cur", r.GetAgentId())
+	require.Equal(t, "facts", r.GetKind())
+	require.Equal(t, int32(4), r.GetSpan().GetStartLine())
+	head, _ := e.repo.Head(context.Background())
+	require.Equal(t, head.String(), r.GetCommit())
+	require.Equal(t, head.String(), resp.GetIndexCommit())
+	require.False(t, resp.GetStale())
+	require.Contains(t, r.GetExcerpt(), "«tape»")
+
+	st, err := e.client.GetIndexStatus(e.svcCtx(), &memoryv1.GetIndexStatusRequest{})
+	require.NoError(t, err)
+	require.Equal(t, head.String(), st.GetLastCommit())
+	require.Equal(t, head.String(), st.GetHeadCommit())
+	require.Equal(t, int32(0), st.GetLagCommits())
+	require.Equal(t, int32(3), st.GetDocuments())
+}
+
+func TestRestartCatchesUpWithoutRebuilding(t *testing.T) {
+	e := newEnv(t)
+	e.commit(put("memory/a/facts.md", "# Facts: a\n\n## D\n- alpha fact\n"))
+	e.current()
+	e.stop()
+	e.commit(put("memory/b/facts.md", "# Facts: b\n\n## D\n- beta fact\n"))
+	e.commit(put("memory/c/facts.md", "# Facts: c\n\n## D\n- gamma fact\n"))
+	e.start()
+	// Until it catches up the index says it is behind.
+	e.current()
+	require.Equal(t, []string{"memory/b/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "beta"}))
+	require.Equal(t, []string{"memory/a/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "alpha"}))
+	gens, _ := filepath.Glob(filepath.Join(e.dir, "index", "gen-*"))
+	require.Equal(t, []string{filepath.Join(e.dir, "index", "gen-1")}, gens, "caught up in place, no rebuild")
+}
+
+func TestOnlineReindexAndSources(t *testing.T) {
+	e := newEnv(t)
+	e.commit(put("memory/a/facts.md", "# Facts: a\n\n## D\n- delta fact\n"))
+	_, err := blob.PutBytes(context.Background(), e.blobs, "agents/a/sources/guide.md", []byte("# Guide\n\nHow to rotate keys.\n"), blob.PutOptions{})
+	require.NoError(t, err)
+	e.current()
+	require.Eventually(t, func() bool { return len(e.search(&memoryv1.SearchRequest{Query: "rotate keys"})) == 1 }, 10*time.Second, 10*time.Millisecond)
+
+	_, err = e.client.Reindex(e.svcCtx(), &memoryv1.ReindexRequest{})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "reindex is for admins")
+	resp, err := e.client.Reindex(e.as([]auth.Role{auth.RoleAdmin}), &memoryv1.ReindexRequest{})
+	require.NoError(t, err)
+	require.True(t, resp.GetStarted())
+	for range 20 { // searches answer throughout
+		require.Equal(t, []string{"memory/a/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "delta"}))
+	}
+	e.current()
+	require.Equal(t, []string{"agents/a/sources/guide.md"}, e.search(&memoryv1.SearchRequest{Query: "rotate keys"}))
+
+	// A source removed from the object store leaves the index.
+	require.NoError(t, e.blobs.Delete(context.Background(), "agents/a/sources/guide.md"))
+	require.Eventually(t, func() bool { return len(e.search(&memoryv1.SearchRequest{Query: "rotate keys"})) == 0 }, 10*time.Second, 10*time.Millisecond)
+}
+
+func TestSearchValidationAndAccess(t *testing.T) {
+	e := newEnv(t)
+	e.commit(put("memory/mine/facts.md", "# Facts: mine\n\n## D\n- shared secret word zebra\n"),
+		put("memory/theirs/facts.md", "# Facts: theirs\n\n## D\n- another zebra fact\n"))
+	e.current()
+	for name, req := range map[string]*memoryv1.SearchRequest{
+		"empty":        {Query: " "},
+		"huge top_k":   {Query: "zebra", TopK: 1000},
+		"bad layer":    {Query: "zebra", Layer: 3},
+		"bad agent":    {Query: "zebra", AgentId: "../x"},
+		"unknown kind": {Query: "zebra", Kinds: []string{"secrets"}},
+		"only stops":   {Query: "the and of"},
+	} {
+		_, err := e.client.Search(e.svcCtx(), req)
+		require.Equal(t, codes.InvalidArgument, status.Code(err), name)
+	}
+	agent := e.as([]auth.Role{auth.RoleAgent}, "mine")
+	resp, err := e.client.Search(agent, &memoryv1.SearchRequest{Query: "zebra"})
+	require.NoError(t, err)
+	require.Len(t, resp.GetResults(), 1, "an agent token never sees another agent's files")
+	require.Equal(t, "memory/mine/facts.md", resp.GetResults()[0].GetFile())
+	_, err = e.client.Search(agent, &memoryv1.SearchRequest{Query: "zebra", AgentId: "theirs"})
+	require.Equal(t, codes.PermissionDenied, status.Code(err))
+	_, err = e.client.Search(context.Background(), &memoryv1.SearchRequest{Query: "zebra"})
+	require.Equal(t, codes.Unauthenticated, status.Code(err))
+}
+
+// Inflected Ukrainian, Russian and English forms find each other end to end.
+func TestInflectedFormsFindEachOther(t *testing.T) {
+	e := newEnv(t)
+	e.commit(put("memory/uk/facts.md", "# Факти: uk\n\n## Домен\n- Агент зберігає рішення у пам'яті\n"),
+		put("memory/ru/facts.md", "# Факты: ru\n\n## Домен\n- Решения агентов хранятся в памяти\n"),
+		put("memory/en/facts.md", "# Facts: en\n\n## Domain\n- The agents studied memories of running jobs\n"))
+	e.current()
+	for query, want := range map[string]string{
+		"рішенням агентові":  "memory/uk/facts.md",
+		"пам’ять рішень":     "memory/uk/facts.md",
+		"решение агента":     "memory/ru/facts.md",
+		"памятью":            "memory/ru/facts.md",
+		"agent study memory": "memory/en/facts.md",
+		"runs":               "memory/en/facts.md",
+	} {
+		got := e.search(&memoryv1.SearchRequest{Query: query})
+		require.NotEmpty(t, got, query)
+		require.Equal(t, want, got[0], query)
+	}
+}
+
+func TestReindexOneAgent(t *testing.T) {
+	e := newEnv(t)
+	e.commit(put("memory/a/facts.md", "# Facts: a\n\n## D\n- kiwi fact\n"), put("memory/b/facts.md", "# Facts: b\n\n## D\n- kiwi too\n"))
+	e.current()
+	// Lose agent a's entries (as a damaged index would), then repair just a.
+	require.NoError(t, e.svc.index.Apply(context.Background(), searchindex.Batch{Deletes: []string{"memory/a/facts.md"}}))
+	require.Equal(t, []string{"memory/b/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "kiwi"}))
+	_, err := e.client.Reindex(e.as([]auth.Role{auth.RoleAdmin}), &memoryv1.ReindexRequest{AgentId: "a"})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"memory/a/facts.md", "memory/b/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "kiwi"}))
+	_, err = e.client.Reindex(e.as([]auth.Role{auth.RoleAdmin}), &memoryv1.ReindexRequest{AgentId: "Bad/Agent"})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+}
