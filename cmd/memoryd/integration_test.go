@@ -219,6 +219,7 @@ func TestSuite(t *testing.T) {
 			t.Run("rest paths", func(t *testing.T) { testRESTPaths(t, d) })
 			t.Run("rest proposal flow", func(t *testing.T) { testRESTProposalFlow(t, d) })
 			t.Run("rest search follows commits", func(t *testing.T) { testRESTSearch(t, d) })
+			t.Run("rest read memory", func(t *testing.T) { testRESTRead(t, d) })
 			t.Run("rest errors", func(t *testing.T) { testRESTErrors(t, d) })
 			t.Run("metrics and config", func(t *testing.T) { testOps(t, d) })
 		})
@@ -313,10 +314,10 @@ func testGRPCAuth(t *testing.T, d *deployment) {
 	require.Equal(t, codes.Unauthenticated, status.Code(err))
 
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token(t, d, auth.RoleService))
-	_, err = ca.ReadMemory(ctx, &memoryv1.ReadMemoryRequest{AgentId: "a"})
+	_, err = ca.AssembleContext(ctx, &memoryv1.AssembleContextRequest{AgentId: "a"})
 	require.Equal(t, codes.Unimplemented, status.Code(err))
 	require.Equal(t, "NOT_IMPLEMENTED", apierr.Info(err).GetReason())
-	require.Contains(t, status.Convert(err).Message(), "read-memory")
+	require.Contains(t, status.Convert(err).Message(), "context assembly")
 
 	pa := memoryv1.NewProposalApplyServiceClient(dial(t, d.grpcAddr[memoryv1.ProposalApplyService_ServiceDesc.ServiceName]))
 	stream, err := pa.WatchCommits(context.Background(), &memoryv1.WatchCommitsRequest{})
@@ -369,10 +370,7 @@ var unimplementedPaths = []struct {
 	method, path, body, capability string
 }{
 	{"GET", "/memory/context?agent=curator&query_hint=minio&budget=1000", "", "context assembly"},
-	{"GET", "/memory/layer2?agent=curator", "", "Layer 2 reads"},
 	{"GET", "/entities/minio", "", "entity lookup"},
-	{"GET", "/memory/curator/read?mode=basic", "", "read-memory"},
-	{"GET", "/memory/curator/read?mode=wide&maxTokens=4000&includeFiles=snapshot.md", "", "read-memory"},
 	{"GET", "/memory/curator/diff?from=HEAD~5&to=HEAD&files=facts.md", "", "memory-diff"},
 	{"POST", "/memory/curator/snapshot", `{"label":"pre-migration","includeRuns":false}`, "memory-snapshot"},
 }
@@ -411,6 +409,8 @@ func testRESTErrors(t *testing.T, d *deployment) {
 		{"malformed json", "POST", "/memory/propose", `{"agentId":`, tok, http.StatusBadRequest},
 		{"expired token", "GET", "/memory/curator/read", "", expiredToken(t, d), http.StatusUnauthorized},
 		{"forged token", "GET", "/memory/curator/read", "", tok[:len(tok)-4] + "AAAA", http.StatusUnauthorized},
+		{"unknown read mode", "GET", "/memory/curator/read?mode=everything", "", tok, http.StatusBadRequest},
+		{"agent without memory", "GET", "/memory/nobody-here/read?mode=basic", "", tok, http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -568,4 +568,37 @@ func testRESTSearch(t *testing.T, d *deployment) {
 	code, st := jsonCall(t, d, "GET", "/memory/index/status", "", svc)
 	require.Equal(t, http.StatusOK, code)
 	require.NotEmpty(t, st["lastCommit"])
+}
+
+// testRESTRead reads back what the proposal flow wrote, through the edge.
+func testRESTRead(t *testing.T, d *deployment) {
+	svc := token(t, d, auth.RoleService)
+	code, basic := jsonCall(t, d, "GET", "/memory/garden-bloom-curator/read?mode=basic", "", svc)
+	require.Equal(t, http.StatusOK, code, basic)
+	require.Equal(t, "basic", basic["mode"])
+	require.Equal(t, float64(1), basic["version"])
+	content := basic["content"].(map[string]any)
+	require.Contains(t, content["open_loops.md"], "loop_001")
+	require.NotContains(t, content, "facts.md", "basic is snapshot + open loops")
+	require.LessOrEqual(t, basic["tokenCount"].(float64), float64(4100))
+
+	code, wide := jsonCall(t, d, "GET", "/memory/garden-bloom-curator/read?mode=wide&excludeFiles=open_loops.md", "", svc)
+	require.Equal(t, http.StatusOK, code, wide)
+	require.Contains(t, wide["content"].(map[string]any)["facts.md"], "mcpstorage")
+	require.NotContains(t, wide["content"], "open_loops.md")
+
+	// Same commit, same request: byte-identical.
+	_, _, a := call(t, d, "GET", "/memory/garden-bloom-curator/read?mode=wide&at="+wide["commit"].(string), "", svc)
+	_, _, b := call(t, d, "GET", "/memory/garden-bloom-curator/read?mode=wide&at="+wide["commit"].(string), "", svc)
+	require.Equal(t, a, b)
+
+	code, hist := jsonCall(t, d, "GET", "/memory/garden-bloom-curator/history", "", svc)
+	require.Equal(t, http.StatusOK, code, hist)
+	commits := hist["commits"].([]any)
+	require.NotEmpty(t, commits)
+	require.Equal(t, "run_def456", commits[len(commits)-1].(map[string]any)["runId"])
+
+	code, l2 := jsonCall(t, d, "GET", "/memory/layer2?agent=garden-bloom-curator&include=changelog", "", svc)
+	require.Equal(t, http.StatusOK, code, l2)
+	require.Contains(t, l2["changelog"], "run_def456")
 }

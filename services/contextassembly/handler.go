@@ -2,10 +2,26 @@ package contextassembly
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
 
-	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/authz"
+	"github.com/garden-bloom/memory/pkg/history"
+	"github.com/garden-bloom/memory/pkg/mdops"
+	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memread"
+	"github.com/garden-bloom/memory/pkg/memrepo"
 )
 
 // handler implements the gRPC methods; it stays thin and delegates to the Service.
@@ -14,27 +30,376 @@ type handler struct {
 	svc *Service
 }
 
-// ReadMemory: read-memory arrives with issue #5.
-func (h *handler) ReadMemory(context.Context, *memoryv1.ReadMemoryRequest) (*memoryv1.ReadMemoryResponse, error) {
-	return nil, apierr.NotImplemented("read-memory", 5)
+var readRoles = []auth.Role{auth.RoleAgent, auth.RoleService, auth.RoleAdmin}
+
+// Request bounds.
+const (
+	maxListItems   = 64
+	maxPageSize    = 500
+	lastGoodLookup = 1000
+)
+
+func invalid(reason memoryv1.ErrorReason, field, msg string) error {
+	return apierr.New(codes.InvalidArgument, reason, msg, map[string]string{"field": field})
 }
 
-// GetLayer2: Layer 2 reads arrives with issue #5.
-func (h *handler) GetLayer2(context.Context, *memoryv1.GetLayer2Request) (*memoryv1.GetLayer2Response, error) {
-	return nil, apierr.NotImplemented("Layer 2 reads", 5)
+// access validates the agent id and the caller's right to read it.
+func access(ctx context.Context, agent, field string) error {
+	if !memlayout.ValidAgentID(agent) {
+		return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, field, field+" must be a slug [a-z0-9][a-z0-9-]{0,63}")
+	}
+	_, err := authz.RequireAgent(ctx, agent, readRoles...)
+	return err
 }
 
-// AssembleContext: context assembly arrives with issue #5.
+func (h *handler) unavailable(err error) error {
+	h.svc.logger.Warn("repository read failed", "err", err)
+	return apierr.New(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is unavailable; retry later", nil)
+}
+
+// at resolves the request's revision to a commit and its files.
+func (h *handler) at(ctx context.Context, agent, at string) (agentFiles, *object.Commit, error) {
+	repo, err := h.svc.openRepo()
+	if err != nil {
+		return agentFiles{}, nil, h.unavailable(err)
+	}
+	commit, c, err := resolve(ctx, repo, at)
+	if errors.Is(err, errRevision) {
+		return agentFiles{}, nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
+			fmt.Sprintf("at %q names no commit of main", at), map[string]string{"at": at})
+	}
+	if err != nil {
+		return agentFiles{}, nil, h.unavailable(err)
+	}
+	files := agentFiles{ctx: ctx, repo: repo, commit: commit, agent: agent}
+	ok, err := files.exists()
+	if err != nil {
+		return agentFiles{}, nil, h.unavailable(err)
+	}
+	if !ok {
+		return agentFiles{}, nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_AGENT_NOT_FOUND,
+			fmt.Sprintf("agent %q has no memory at %s", agent, commit.String()[:12]), nil)
+	}
+	return files, c, nil
+}
+
+func mode(m memoryv1.ReadMode) (memread.Mode, error) {
+	switch m {
+	case memoryv1.ReadMode_READ_MODE_UNSPECIFIED, memoryv1.ReadMode_READ_MODE_BASIC:
+		return memread.Basic, nil
+	case memoryv1.ReadMode_READ_MODE_WIDE:
+		return memread.Wide, nil
+	case memoryv1.ReadMode_READ_MODE_DEEP:
+		return memread.Deep, nil
+	case memoryv1.ReadMode_READ_MODE_TEMPORAL:
+		return memread.Temporal, nil
+	}
+	return "", fmt.Errorf("unknown mode")
+}
+
+// ReadMemory reads an agent's memory in a mode; the same commit and request
+// give a byte-identical answer (loadedAt is the commit's time).
+func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryRequest) (*memoryv1.ReadMemoryResponse, error) {
+	if err := access(ctx, req.GetAgentId(), "agentId"); err != nil {
+		return nil, err
+	}
+	m, err := mode(req.GetMode())
+	if err != nil {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "mode", "mode must be basic, wide, deep or temporal")
+	}
+	if m == memread.Temporal {
+		return nil, apierr.NotImplemented("read-memory temporal mode", 5)
+	}
+	if req.GetMaxTokens() < 0 {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "maxTokens", "maxTokens must not be negative")
+	}
+	if len(req.GetIncludeFiles()) > maxListItems || len(req.GetExcludeFiles()) > maxListItems {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "includeFiles", fmt.Sprintf("at most %d include/exclude entries", maxListItems))
+	}
+	files, commit, err := h.at(ctx, req.GetAgentId(), req.GetAt())
+	if err != nil {
+		return nil, err
+	}
+	if err := h.checkSnapshot(ctx, files); err != nil {
+		return nil, err
+	}
+	metaRaw, _, err := files.read(memlayout.MetaFile)
+	if err != nil {
+		return nil, h.unavailable(err)
+	}
+	meta, _ := memlayout.ParseMeta([]byte(metaRaw)) // an unreadable meta.json reads as version 0
+	res, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: h.svc.count}, memread.Request{
+		Mode: m, MaxTokens: int(req.GetMaxTokens()), Include: req.GetIncludeFiles(), Exclude: req.GetExcludeFiles(),
+		Today: commit.Committer.When.UTC().Format("2006-01-02"), Reserved: h.svc.count(metaRaw),
+	})
+	if err != nil {
+		return nil, h.unavailable(err)
+	}
+	resp := &memoryv1.ReadMemoryResponse{
+		AgentId: req.GetAgentId(), Version: meta.Version, Commit: files.commit.String(),
+		LoadedAt: timestamppb.New(commit.Committer.When), Mode: req.GetMode(), TokenCount: int32(res.Tokens),
+		Content: map[string]string{}, Meta: metaMessage(req.GetAgentId(), meta), Truncated: res.Truncated, Warnings: res.Warnings,
+	}
+	if resp.Mode == memoryv1.ReadMode_READ_MODE_UNSPECIFIED {
+		resp.Mode = memoryv1.ReadMode_READ_MODE_BASIC
+	}
+	for _, f := range res.Files {
+		resp.Content[f.Rel] = f.Content
+		resp.Files = append(resp.Files, &memoryv1.FileContent{File: f.Rel, Content: f.Content, TokenCount: int32(f.Tokens), Layer: int32(f.Layer), Truncated: f.Truncated})
+	}
+	return resp, nil
+}
+
+func metaMessage(agent string, m memlayout.Meta) *memoryv1.MemoryMeta {
+	out := &memoryv1.MemoryMeta{
+		AgentId: agent, Version: m.Version, LastRunId: m.LastRunID,
+		SnapshotTokenCount: int32(m.SnapshotTokenCount), FactsTokenCount: int32(m.FactsTokenCount),
+		OpenLoopsTokenCount: int32(m.OpenLoopsTokenCount), OpenLoopsCount: int32(m.OpenLoopsCount),
+		DecisionsCount: int32(m.DecisionsCount), SchemaVersion: m.SchemaVersion, TokenEncoding: m.TokenEncoding,
+		Checksum: m.Layer1SHA256,
+	}
+	if !m.LastUpdate.IsZero() {
+		out.LastUpdate = timestamppb.New(m.LastUpdate)
+	}
+	return out
+}
+
+// checkSnapshot refuses to serve an empty or unreadable snapshot.md and says
+// where it was last good (spec integration §9: restore with git).
+func (h *handler) checkSnapshot(ctx context.Context, files agentFiles) error {
+	snap, ok, err := files.read(memlayout.SnapshotFile)
+	if err != nil {
+		return h.unavailable(err)
+	}
+	if !ok || mdops.CheckSnapshot(snap) == nil {
+		return nil // no snapshot yet is a young agent, not corruption
+	}
+	path := memlayout.AgentDir(files.agent) + memlayout.SnapshotFile
+	lastGood, n := "", 0
+	_ = files.repo.Walk(ctx, files.commit, func(c *object.Commit) error {
+		if n++; n > lastGoodLookup {
+			return memrepo.ErrStopWalk
+		}
+		data, err := files.repo.ReadFile(ctx, c.Hash, path)
+		if err == nil && mdops.CheckSnapshot(string(data)) == nil {
+			lastGood = c.Hash.String()
+			return memrepo.ErrStopWalk
+		}
+		return nil
+	})
+	msg := fmt.Sprintf("%s is empty or unreadable at %s", path, files.commit.String()[:12])
+	if lastGood != "" {
+		msg += fmt.Sprintf("; last good at %s (restore it with a proposal or git revert)", lastGood[:12])
+	}
+	return apierr.New(codes.FailedPrecondition, memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED, msg,
+		map[string]string{"file": path, "commit": files.commit.String(), "lastGoodCommit": lastGood})
+}
+
+var layer2Kinds = []string{"decisions", "changelog", "timeline", "runs"}
+
+// GetLayer2 returns only the Layer 2 pieces asked for.
+func (h *handler) GetLayer2(ctx context.Context, req *memoryv1.GetLayer2Request) (*memoryv1.GetLayer2Response, error) {
+	if err := access(ctx, req.GetAgentId(), "agent"); err != nil {
+		return nil, err
+	}
+	include := req.GetInclude()
+	if len(include) == 0 {
+		include = []string{"decisions"}
+	}
+	for _, k := range include {
+		if !slices.Contains(layer2Kinds, k) {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "include", fmt.Sprintf("include %q: want decisions, changelog, timeline or runs", k))
+		}
+	}
+	for _, d := range []string{req.GetTimelineFrom(), req.GetTimelineTo()} {
+		if _, err := time.Parse("2006-01-02", d); d != "" && err != nil {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "timelineFrom", "timeline dates are YYYY-MM-DD")
+		}
+	}
+	if len(req.GetRunIds()) > maxListItems || req.GetDecisionsLimit() < 0 || req.GetMaxTokens() < 0 {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "runIds", "invalid limits")
+	}
+	files, _, err := h.at(ctx, req.GetAgentId(), req.GetAt())
+	if err != nil {
+		return nil, err
+	}
+	resp := &memoryv1.GetLayer2Response{AgentId: req.GetAgentId(), Commit: files.commit.String()}
+	budget := int(req.GetMaxTokens())
+	spend := func(text string) bool {
+		n := h.svc.count(text)
+		if budget > 0 && int(resp.TokenCount)+n > budget {
+			resp.Truncated = true
+			return false
+		}
+		resp.TokenCount += int32(n)
+		return true
+	}
+	if slices.Contains(include, "decisions") {
+		md, _, err := files.read(memlayout.DecisionsFile)
+		if err != nil {
+			return nil, h.unavailable(err)
+		}
+		limit := int(req.GetDecisionsLimit())
+		if limit == 0 {
+			limit = memread.WideDecisions
+		}
+		for _, d := range mdops.LastDecisions(md, limit) {
+			if !spend(d.Title + d.Context + d.Decision + d.Rationale + d.Consequences) {
+				break
+			}
+			resp.Decisions = append(resp.Decisions, &memoryv1.Decision{Id: d.ID, Title: d.Title, Status: d.Status, Context: d.Context,
+				Decision: d.Decision, Rationale: d.Rationale, Consequences: d.Consequences, RunId: d.RunID, Date: timestamppb.New(d.Date)})
+		}
+	}
+	if slices.Contains(include, "changelog") {
+		md, _, err := files.read(memlayout.ChangelogFile)
+		if err != nil {
+			return nil, h.unavailable(err)
+		}
+		if spend(md) {
+			resp.Changelog = md
+		}
+	}
+	if slices.Contains(include, "timeline") {
+		days, err := files.list("timeline/")
+		if err != nil {
+			return nil, h.unavailable(err)
+		}
+		for _, rel := range days {
+			date := strings.TrimSuffix(strings.TrimPrefix(rel, "timeline/"), ".md")
+			if (req.GetTimelineFrom() != "" && date < req.GetTimelineFrom()) || (req.GetTimelineTo() != "" && date > req.GetTimelineTo()) {
+				continue
+			}
+			md, _, err := files.read(rel)
+			if err != nil {
+				return nil, h.unavailable(err)
+			}
+			if !spend(md) {
+				break
+			}
+			resp.Timeline = append(resp.Timeline, &memoryv1.TimelineDay{Date: date, Content: md, TokenCount: int32(h.svc.count(md))})
+		}
+	}
+	if slices.Contains(include, "runs") {
+		for _, id := range req.GetRunIds() {
+			if !memlayout.ValidRunID(id) {
+				return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "runIds", fmt.Sprintf("run id %q is not valid", truncate(id)))
+			}
+			run := memlayout.RunRef(id)
+			md, ok, err := files.read("runs/" + run + ".md")
+			if err != nil {
+				return nil, h.unavailable(err)
+			}
+			if !ok || !spend(md) {
+				continue
+			}
+			resp.Runs = append(resp.Runs, &memoryv1.RunRecord{RunId: run, Content: md, TokenCount: int32(h.svc.count(md))})
+		}
+	}
+	return resp, nil
+}
+
+// ListHistory lists the commits that touched an agent's memory, newest first.
+func (h *handler) ListHistory(ctx context.Context, req *memoryv1.ListHistoryRequest) (*memoryv1.ListHistoryResponse, error) {
+	if err := access(ctx, req.GetAgentId(), "agentId"); err != nil {
+		return nil, err
+	}
+	size := int(req.GetPageSize())
+	if size < 0 || size > maxPageSize {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "pageSize", fmt.Sprintf("pageSize must be 0 to %d", maxPageSize))
+	}
+	if size == 0 {
+		size = 50
+	}
+	var since, until time.Time
+	for _, p := range []struct {
+		v   string
+		dst *time.Time
+	}{{req.GetSince(), &since}, {req.GetUntil(), &until}} {
+		if p.v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, p.v)
+		if err != nil {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "since", "since and until are RFC 3339 times")
+		}
+		*p.dst = t
+	}
+	var prefixes []string
+	for _, f := range req.GetFiles() {
+		file, err := memlayout.Resolve(req.GetAgentId(), f)
+		if err != nil {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, "files", fmt.Sprintf("file %q is not an agent memory file", truncate(f)))
+		}
+		prefixes = append(prefixes, file.Path)
+	}
+	if len(prefixes) == 0 {
+		prefixes = []string{memlayout.AgentDir(req.GetAgentId()), memlayout.LogicDir(req.GetAgentId())}
+	}
+	repo, err := h.svc.openRepo()
+	if err != nil {
+		return nil, h.unavailable(err)
+	}
+	start, err := repo.Head(ctx)
+	if err != nil {
+		return nil, h.unavailable(err)
+	}
+	if tok := req.GetPageToken(); tok != "" {
+		// The token is the last commit of the previous page.
+		c, err := repo.CommitInfo(ctx, plumbing.NewHash(tok))
+		if err != nil || len(c.ParentHashes) == 0 || len(tok) != 40 {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "pageToken", "invalid pageToken")
+		}
+		start = c.ParentHashes[0]
+	}
+	resp := &memoryv1.ListHistoryResponse{}
+	err = repo.Walk(ctx, start, func(c *object.Commit) error {
+		if !since.IsZero() && c.Committer.When.Before(since) {
+			return memrepo.ErrStopWalk
+		}
+		if !until.IsZero() && c.Committer.When.After(until) {
+			return nil
+		}
+		changed, err := repo.ChangedFiles(ctx, c.Hash)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(changed, func(f string) bool {
+			return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(f, p) })
+		}) {
+			return nil
+		}
+		if len(resp.Commits) == size {
+			resp.NextPageToken = resp.Commits[size-1].GetSha()
+			return memrepo.ErrStopWalk
+		}
+		info, err := history.Describe(ctx, repo, c)
+		if err != nil {
+			return err
+		}
+		resp.Commits = append(resp.Commits, info)
+		return nil
+	})
+	if err != nil {
+		return nil, h.unavailable(err)
+	}
+	return resp, nil
+}
+
+// AssembleContext: context assembly arrives with issue #5 (next increment).
 func (h *handler) AssembleContext(context.Context, *memoryv1.AssembleContextRequest) (*memoryv1.AssembleContextResponse, error) {
 	return nil, apierr.NotImplemented("context assembly", 5)
 }
 
-// DiffMemory: memory-diff arrives with issue #5.
+// DiffMemory: memory-diff arrives with issue #5 (next increment).
 func (h *handler) DiffMemory(context.Context, *memoryv1.DiffMemoryRequest) (*memoryv1.DiffMemoryResponse, error) {
 	return nil, apierr.NotImplemented("memory-diff", 5)
 }
 
-// ListHistory: memory history arrives with issue #5.
-func (h *handler) ListHistory(context.Context, *memoryv1.ListHistoryRequest) (*memoryv1.ListHistoryResponse, error) {
-	return nil, apierr.NotImplemented("memory history", 5)
+// truncate keeps hostile values short in error messages.
+func truncate(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:80], "") + "…"
 }

@@ -1,28 +1,189 @@
-// Package contextassembly is the context-assembly target: read-memory, Layer 2, memory diff, history and context assembly (read plane).
+// Package contextassembly is the context-assembly target: how an agent's run
+// gets its memory — read-memory, Layer 2, memory diff and history (read
+// plane). It opens the canonical repository read-only and never writes git.
 package contextassembly
 
 import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"sync"
+	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/grpc"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/tokens"
 )
 
 // Name is the fully-qualified gRPC service name, also its health-check name.
 var Name = memoryv1.ContextAssemblyService_ServiceDesc.ServiceName
 
-// Service is the context-assembly service.
-type Service struct {
-	logger *slog.Logger
+// Deps are what the service is built on.
+type Deps struct {
+	// RepoPath is the canonical bare repository, opened read-only.
+	RepoPath string
+	Logger   *slog.Logger
+	// TokenEncoding is the tiktoken encoding; "" = cl100k_base.
+	TokenEncoding string
 }
 
+// Service is the context-assembly service.
+type Service struct {
+	deps    Deps
+	logger  *slog.Logger
+	counter *tokens.Counter
+
+	repoMu sync.Mutex
+	repo   *memrepo.Repo
+
+	// countCache memoises token counts by content hash: memory files are
+	// read far more often than they change.
+	countMu    sync.Mutex
+	countCache map[[32]byte]int
+}
+
+// maxCountCache bounds the token-count cache (entries, not bytes).
+const maxCountCache = 100_000
+
 // New returns the service.
-func New(logger *slog.Logger) *Service {
-	return &Service{logger: logger.With("service", "context-assembly")}
+func New(d Deps) (*Service, error) {
+	counter, err := tokens.New(d.TokenEncoding)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{deps: d, logger: d.Logger.With("service", "context-assembly"), counter: counter, countCache: map[[32]byte]int{}}, nil
 }
 
 // Register adds the service's gRPC handlers to g.
 func (s *Service) Register(g *grpc.Server) {
 	memoryv1.RegisterContextAssemblyServiceServer(g, &handler{svc: s})
+}
+
+// count returns s's token count, from the cache when the text was seen.
+func (s *Service) count(text string) int {
+	key := sha256.Sum256([]byte(text))
+	s.countMu.Lock()
+	n, ok := s.countCache[key]
+	s.countMu.Unlock()
+	if ok {
+		return n
+	}
+	n = s.counter.Count(text)
+	s.countMu.Lock()
+	if len(s.countCache) >= maxCountCache {
+		clear(s.countCache) // simple and bounded; a cold cache only costs CPU
+	}
+	s.countCache[key] = n
+	s.countMu.Unlock()
+	return n
+}
+
+// openRepo opens the repository once it exists (the write plane creates it).
+func (s *Service) openRepo() (*memrepo.Repo, error) {
+	s.repoMu.Lock()
+	defer s.repoMu.Unlock()
+	if s.repo != nil {
+		return s.repo, nil
+	}
+	if _, err := os.Stat(s.deps.RepoPath); err != nil {
+		return nil, fmt.Errorf("memory repository not there yet: %w", err)
+	}
+	r, err := memrepo.Open(s.deps.RepoPath)
+	if err != nil {
+		return nil, err
+	}
+	s.repo = r
+	return r, nil
+}
+
+// errRevision is returned when `at` names no commit.
+var errRevision = errors.New("revision not found")
+
+// resolve turns `at` (empty = main, a commit-ish, or an RFC 3339 time) into
+// a commit of main.
+func resolve(ctx context.Context, repo *memrepo.Repo, at string) (plumbing.Hash, *object.Commit, error) {
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if at == "" {
+		c, err := repo.CommitInfo(ctx, head)
+		return head, c, err
+	}
+	if t, err := time.Parse(time.RFC3339, at); err == nil {
+		// The newest first-parent commit made at or before t.
+		var found *object.Commit
+		err := repo.Walk(ctx, head, func(c *object.Commit) error {
+			if !c.Committer.When.After(t) {
+				found = c
+				return memrepo.ErrStopWalk
+			}
+			return nil
+		})
+		if err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+		if found == nil {
+			return plumbing.ZeroHash, nil, errRevision
+		}
+		return found.Hash, found, nil
+	}
+	h, err := repo.ResolveRevision(ctx, at)
+	if errors.Is(err, memrepo.ErrRevisionNotFound) {
+		return plumbing.ZeroHash, nil, errRevision
+	}
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	c, err := repo.CommitInfo(ctx, h)
+	return h, c, err
+}
+
+// agentFiles reads an agent's files (relative names) at a commit.
+type agentFiles struct {
+	ctx    context.Context
+	repo   *memrepo.Repo
+	commit plumbing.Hash
+	agent  string
+}
+
+func (a agentFiles) read(rel string) (string, bool, error) {
+	f, err := memlayout.Resolve(a.agent, rel)
+	if err != nil {
+		return "", false, err
+	}
+	data, err := a.repo.ReadFile(a.ctx, a.commit, f.Path)
+	if errors.Is(err, memrepo.ErrFileNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return string(data), true, nil
+}
+
+func (a agentFiles) list(dir string) ([]string, error) {
+	paths, err := a.repo.ListFiles(a.ctx, a.commit, memlayout.AgentDir(a.agent)+dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, p[len(memlayout.AgentDir(a.agent)):])
+	}
+	return out, nil
+}
+
+// exists reports whether the agent has any memory at the commit.
+func (a agentFiles) exists() (bool, error) {
+	paths, err := a.repo.ListFiles(a.ctx, a.commit, "memory/"+a.agent)
+	return len(paths) > 0, err
 }

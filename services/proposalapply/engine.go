@@ -15,6 +15,7 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/applyplan"
 	"github.com/garden-bloom/memory/pkg/commitmsg"
+	"github.com/garden-bloom/memory/pkg/history"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/proposalstore"
@@ -326,7 +327,7 @@ func (e *engine) recover(ctx context.Context) error {
 	for _, rec := range inFlight {
 		id := rec.Proposal.GetProposalId()
 		if c, ok := applied[id]; ok {
-			info, err := commitInfo(ctx, s.repo, c)
+			info, err := history.Describe(ctx, s.repo, c)
 			if err != nil {
 				return err
 			}

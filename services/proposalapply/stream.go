@@ -2,7 +2,6 @@ package proposalapply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,14 +9,11 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
-	"github.com/garden-bloom/memory/pkg/commitmsg"
-	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/history"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 )
 
@@ -101,7 +97,7 @@ func (h *hub) advance(ctx context.Context) error {
 	if head == last {
 		return nil
 	}
-	infos, err := commitsAfter(ctx, h.repo, head, last, 0)
+	infos, err := history.After(ctx, h.repo, head, last, 0)
 	if err != nil {
 		return err
 	}
@@ -151,7 +147,7 @@ func (h *hub) subscribe(ctx context.Context, fromSHA, agentID string) (*subscrib
 			return nil, nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
 				fmt.Sprintf("from_sha %q is not a commit of main", fromSHA), map[string]string{"from_sha": fromSHA})
 		}
-		all, err := commitsAfter(ctx, h.repo, h.last, from, 0)
+		all, err := history.After(ctx, h.repo, h.last, from, 0)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -173,92 +169,4 @@ func (h *hub) unsubscribe(s *subscriber) {
 		delete(h.subs, s)
 		close(s.ch)
 	}
-}
-
-// errNotAncestor: a from-sha that main does not contain.
-var errNotAncestor = errors.New("commit is not an ancestor of main")
-
-// commitsAfter lists the first-parent commits after `after` up to head,
-// oldest first. A zero `after` means all of history; max > 0 bounds the count.
-func commitsAfter(ctx context.Context, repo *memrepo.Repo, head, after plumbing.Hash, max int) ([]*memoryv1.CommitInfo, error) {
-	var commits []*object.Commit
-	found := after.IsZero()
-	err := repo.Walk(ctx, head, func(c *object.Commit) error {
-		if c.Hash == after {
-			found = true
-			return memrepo.ErrStopWalk
-		}
-		commits = append(commits, c)
-		if max > 0 && len(commits) >= max {
-			return memrepo.ErrStopWalk
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if !found && max == 0 {
-		return nil, errNotAncestor
-	}
-	out := make([]*memoryv1.CommitInfo, 0, len(commits))
-	for i := len(commits) - 1; i >= 0; i-- {
-		info, err := commitInfo(ctx, repo, commits[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, info)
-	}
-	return out, nil
-}
-
-// commitInfo describes a commit for the stream: ids from the message, files
-// from the tree diff, version from meta.json when the commit changed it.
-func commitInfo(ctx context.Context, repo *memrepo.Repo, c *object.Commit) (*memoryv1.CommitInfo, error) {
-	files, err := repo.ChangedFiles(ctx, c.Hash)
-	if err != nil {
-		return nil, err
-	}
-	p := commitmsg.Parse(c.Message)
-	info := &memoryv1.CommitInfo{
-		Sha:       c.Hash.String(),
-		Time:      timestamppb.New(c.Committer.When),
-		Author:    c.Author.Name + " <" + c.Author.Email + ">",
-		Message:   c.Message,
-		Files:     files,
-		HumanEdit: p.HumanEdit,
-	}
-	if p.Update != nil {
-		info.AgentId, info.RunId, info.ProposalId, info.Evicted = p.Update.AgentID, p.Update.RunID, p.Update.ProposalID, p.Update.Evicted
-	} else {
-		info.AgentId = soleAgent(files)
-	}
-	if info.AgentId != "" {
-		metaPath := memlayout.AgentDir(info.AgentId) + memlayout.MetaFile
-		for _, f := range files {
-			if f == metaPath {
-				if data, err := repo.ReadFile(ctx, c.Hash, metaPath); err == nil {
-					if m, err := memlayout.ParseMeta(data); err == nil {
-						info.Version = m.Version
-					}
-				}
-			}
-		}
-	}
-	return info, nil
-}
-
-// soleAgent returns the agent whose folders all files are in, or "".
-func soleAgent(files []string) string {
-	agent := ""
-	for _, f := range files {
-		parts := strings.SplitN(f, "/", 3)
-		if len(parts) < 3 || (parts[0] != "memory" && parts[0] != "logic") {
-			return ""
-		}
-		if agent != "" && parts[1] != agent {
-			return ""
-		}
-		agent = parts[1]
-	}
-	return agent
 }

@@ -202,7 +202,12 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 	for _, m := range local {
 		switch m {
 		case ModuleContextAssembly:
-			contextassembly.New(a.logger).Register(g)
+			svc, err := contextassembly.New(contextassembly.Deps{RepoPath: a.cfg.Storage.RepoPath(), Logger: a.logger,
+				TokenEncoding: a.cfg.ProposalApply.TokenEncoding})
+			if err != nil {
+				return err
+			}
+			svc.Register(g)
 		case ModuleSearchIndex:
 			// registered by setupSearchIndex, which needs the listener
 		case ModuleEntityGraph:

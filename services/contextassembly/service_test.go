@@ -1,0 +1,215 @@
+package contextassembly
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+)
+
+type env struct {
+	t      *testing.T
+	repo   *memrepo.Repo
+	client memoryv1.ContextAssemblyServiceClient
+	signer *auth.Signer
+	when   time.Time
+}
+
+func newEnv(t *testing.T) *env {
+	repo, err := memrepo.Init(context.Background(), filepath.Join(t.TempDir(), "memory.git"), memrepo.InitOptions{})
+	require.NoError(t, err)
+	svc, err := New(Deps{RepoPath: repo.Path(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	secret := []byte(strings.Repeat("c", 64))
+	signer, _ := auth.NewSigner(secret)
+	v, _ := auth.NewVerifier(secret)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(v, nil)))
+	svc.Register(srv)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(); srv.Stop() })
+	return &env{t: t, repo: repo, client: memoryv1.NewContextAssemblyServiceClient(conn), signer: signer,
+		when: time.Date(2026, 2, 17, 9, 0, 0, 0, time.UTC)}
+}
+
+func (e *env) ctx(roles []auth.Role, agents ...string) context.Context {
+	tok, err := e.signer.Mint("t", roles, agents, time.Hour)
+	require.NoError(e.t, err)
+	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+}
+
+func (e *env) svc() context.Context { return e.ctx([]auth.Role{auth.RoleService}, "*") }
+
+// commit writes files as of e.when (advancing an hour per commit).
+func (e *env) commit(msg string, files map[string]string) plumbing.Hash {
+	ctx := context.Background()
+	head, err := e.repo.Head(ctx)
+	require.NoError(e.t, err)
+	var changes []memrepo.Change
+	for p, c := range files {
+		changes = append(changes, memrepo.Change{Path: p, Content: []byte(c)})
+	}
+	e.when = e.when.Add(time.Hour)
+	sig := memrepo.Signature{Name: "t", Email: "t@x", When: e.when}
+	h, err := e.repo.Commit(ctx, memrepo.CommitRequest{Parent: head, Changes: changes, Message: msg, Author: sig, Committer: sig})
+	require.NoError(e.t, err)
+	return h
+}
+
+func seedAgent(e *env) plumbing.Hash {
+	return e.commit("memory-update: cur / run_1 / proposal_1\n\nFiles: snapshot.md\nReason: seed\nAuto-approved: true\n", map[string]string{
+		"memory/cur/snapshot.md":            "# Snapshot: cur\n\n## Role\nCurator.\n",
+		"memory/cur/open_loops.md":          "# Open Loops: cur\n\n## Open\n- [ ] loop_001: check backups — opened 2026-02-17 | priority: normal\n",
+		"memory/cur/facts.md":               "# Facts: cur\n\n## Domain\n- fact one\n",
+		"memory/cur/decisions.md":           "# Decisions: cur\n\n## 2026-02-17 — Use MinIO\n**Status:** accepted\n",
+		"memory/cur/changelog.md":           "# Changelog: cur\n\n## 2026-02-17\n\n### 10:00 — run_1 / proposal_1\n- **snapshot.md:** replaced\n",
+		"memory/cur/timeline/2026-02-17.md": "# Timeline: cur / 2026-02-17\n",
+		"memory/cur/runs/run_1.md":          "# Run: run_1\n",
+		"memory/cur/meta.json":              `{"agentId":"cur","version":1,"schemaVersion":"1.0"}`,
+	})
+}
+
+func TestReadModesNeverLoadLayer2AndAreDeterministic(t *testing.T) {
+	e := newEnv(t)
+	seedAgent(e)
+	files := func(r *memoryv1.ReadMemoryResponse) []string {
+		var out []string
+		for _, f := range r.GetFiles() {
+			out = append(out, f.GetFile())
+		}
+		return out
+	}
+	basic, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"snapshot.md", "open_loops.md"}, files(basic))
+	require.Equal(t, memoryv1.ReadMode_READ_MODE_BASIC, basic.GetMode())
+	require.Equal(t, int32(1), basic.GetVersion())
+	require.LessOrEqual(t, basic.GetTokenCount(), int32(4100))
+	require.Equal(t, e.when, basic.GetLoadedAt().AsTime(), "loadedAt is the commit's time")
+
+	wide, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur", Mode: memoryv1.ReadMode_READ_MODE_WIDE,
+		IncludeFiles: []string{"snapshot.md", "facts.md", "decisions.md", "changelog.md", "runs/run_1.md"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"snapshot.md", "facts.md", "decisions.md"}, files(wide), "no Layer 2 beyond the last decisions")
+
+	deep, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur", Mode: memoryv1.ReadMode_READ_MODE_DEEP})
+	require.NoError(t, err)
+	require.Contains(t, files(deep), "changelog.md")
+	require.Contains(t, files(deep), "timeline/2026-02-17.md")
+	require.NotContains(t, files(deep), "runs/run_1.md")
+
+	again, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
+	require.NoError(t, err)
+	a, _ := proto.MarshalOptions{Deterministic: true}.Marshal(basic)
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(again)
+	require.Equal(t, a, b, "same commit, same request: byte-identical")
+
+	small, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur", Mode: memoryv1.ReadMode_READ_MODE_WIDE, MaxTokens: 40})
+	require.NoError(t, err)
+	require.LessOrEqual(t, small.GetTokenCount(), int32(40))
+	require.True(t, small.GetTruncated())
+	require.NotEmpty(t, small.GetWarnings())
+}
+
+func TestReadAtCommitOrTime(t *testing.T) {
+	e := newEnv(t)
+	first := seedAgent(e)
+	firstTime := e.when
+	e.commit("fix snapshot by hand", map[string]string{"memory/cur/snapshot.md": "# Snapshot: cur\n\n## Role\nChief curator.\n"})
+
+	now, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
+	require.NoError(t, err)
+	require.Contains(t, now.GetContent()["snapshot.md"], "Chief curator")
+	for _, at := range []string{first.String(), first.String()[:10], firstTime.Add(30 * time.Minute).Format(time.RFC3339), "HEAD~1"} {
+		then, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur", At: at})
+		require.NoError(t, err, at)
+		require.Equal(t, first.String(), then.GetCommit(), at)
+		require.NotContains(t, then.GetContent()["snapshot.md"], "Chief", at)
+	}
+	_, err = e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur", At: "2001-01-01T00:00:00Z"})
+	require.Equal(t, codes.NotFound, status.Code(err))
+	require.Equal(t, "REVISION_NOT_FOUND", apierr.Info(err).GetReason())
+}
+
+func TestCorruptSnapshotNamesLastGoodCommit(t *testing.T) {
+	e := newEnv(t)
+	good := seedAgent(e)
+	e.commit("oops", map[string]string{"memory/cur/snapshot.md": "   \n"})
+	_, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
+	require.Equal(t, codes.FailedPrecondition, status.Code(err))
+	info := apierr.Info(err)
+	require.Equal(t, "MEMORY_CORRUPTED", info.GetReason())
+	require.Equal(t, "memory/cur/snapshot.md", info.GetMetadata()["file"])
+	require.Equal(t, good.String(), info.GetMetadata()["lastGoodCommit"])
+}
+
+func TestLayer2AndHistory(t *testing.T) {
+	e := newEnv(t)
+	seedAgent(e)
+	e.commit("memory-update: cur / run_2 / proposal_2\n\nFiles: facts.md\nReason: more\nAuto-approved: true\n",
+		map[string]string{"memory/cur/facts.md": "# Facts: cur\n\n## Domain\n- fact one\n- fact two\n"})
+	e.commit("memory-update: other / run_9 / proposal_9\n\nFiles: facts.md\nReason: x\nAuto-approved: true\n",
+		map[string]string{"memory/other/facts.md": "# Facts: other\n"})
+
+	l2, err := e.client.GetLayer2(e.svc(), &memoryv1.GetLayer2Request{AgentId: "cur", Include: []string{"decisions", "runs", "timeline"}, RunIds: []string{"run_1", "run_404"}})
+	require.NoError(t, err)
+	require.Len(t, l2.GetDecisions(), 1)
+	require.Equal(t, "Use MinIO", l2.GetDecisions()[0].GetTitle())
+	require.Len(t, l2.GetRuns(), 1)
+	require.Len(t, l2.GetTimeline(), 1)
+	require.Empty(t, l2.GetChangelog(), "only what is asked for")
+	_, err = e.client.GetLayer2(e.svc(), &memoryv1.GetLayer2Request{AgentId: "cur", Include: []string{"secrets"}})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+
+	hist, err := e.client.ListHistory(e.svc(), &memoryv1.ListHistoryRequest{AgentId: "cur", PageSize: 1})
+	require.NoError(t, err)
+	require.Len(t, hist.GetCommits(), 1)
+	require.Equal(t, "proposal_2", hist.GetCommits()[0].GetProposalId())
+	require.Equal(t, "run_2", hist.GetCommits()[0].GetRunId())
+	require.NotEmpty(t, hist.GetNextPageToken())
+	rest, err := e.client.ListHistory(e.svc(), &memoryv1.ListHistoryRequest{AgentId: "cur", PageToken: hist.GetNextPageToken()})
+	require.NoError(t, err)
+	require.Len(t, rest.GetCommits(), 1)
+	require.Equal(t, "proposal_1", rest.GetCommits()[0].GetProposalId())
+	require.Empty(t, rest.GetNextPageToken())
+
+	byFile, err := e.client.ListHistory(e.svc(), &memoryv1.ListHistoryRequest{AgentId: "cur", Files: []string{"snapshot.md"}})
+	require.NoError(t, err)
+	require.Len(t, byFile.GetCommits(), 1)
+}
+
+func TestAccess(t *testing.T) {
+	e := newEnv(t)
+	seedAgent(e)
+	_, err := e.client.ReadMemory(e.ctx([]auth.Role{auth.RoleAgent}, "cur"), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
+	require.NoError(t, err)
+	_, err = e.client.ReadMemory(e.ctx([]auth.Role{auth.RoleAgent}, "other"), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
+	require.Equal(t, codes.PermissionDenied, status.Code(err))
+	_, err = e.client.ReadMemory(e.ctx([]auth.Role{auth.RoleReviewer}, "*"), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
+	require.Equal(t, codes.PermissionDenied, status.Code(err))
+	_, err = e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "../cur"})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	_, err = e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "nobody"})
+	require.Equal(t, codes.NotFound, status.Code(err))
+}
