@@ -29,6 +29,7 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/telemetry"
 )
 
@@ -86,7 +87,8 @@ func startInProcess(t *testing.T) *deployment { return startInProcessWith(t) }
 // startInProcessWith runs --target=all in the test process with extra flags.
 func startInProcessWith(t testing.TB, extra ...string) *deployment {
 	dataDir := t.TempDir()
-	cfg, flags, err := app.LoadConfig(append([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, extra...),
+	cfg, flags, err := app.LoadConfig(append([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--search-sources-poll", "100ms"}, extra...),
 		func(string) (string, bool) { return "", false })
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,7 +152,7 @@ func watchLogs(t *testing.T, cmd *exec.Cmd) (<-chan process, func() string) {
 func startBinary(t *testing.T, dataDir string, args ...string) process {
 	t.Helper()
 	cmd := exec.Command(memorydBin, append([]string{"--data-dir", dataDir,
-		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, args...)...)
+		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--search-sources-poll", "100ms"}, args...)...)
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=")
 	ready, dump := watchLogs(t, cmd)
 	require.NoError(t, cmd.Start())
@@ -220,6 +222,7 @@ func TestSuite(t *testing.T) {
 			t.Run("rest proposal flow", func(t *testing.T) { testRESTProposalFlow(t, d) })
 			t.Run("rest search follows commits", func(t *testing.T) { testRESTSearch(t, d) })
 			t.Run("rest read memory", func(t *testing.T) { testRESTRead(t, d) })
+			t.Run("rest context assembly", func(t *testing.T) { testRESTContext(t, d) })
 			t.Run("rest errors", func(t *testing.T) { testRESTErrors(t, d) })
 			t.Run("metrics and config", func(t *testing.T) { testOps(t, d) })
 		})
@@ -314,10 +317,10 @@ func testGRPCAuth(t *testing.T, d *deployment) {
 	require.Equal(t, codes.Unauthenticated, status.Code(err))
 
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token(t, d, auth.RoleService))
-	_, err = ca.AssembleContext(ctx, &memoryv1.AssembleContextRequest{AgentId: "a"})
+	_, err = ca.DiffMemory(ctx, &memoryv1.DiffMemoryRequest{AgentId: "a"})
 	require.Equal(t, codes.Unimplemented, status.Code(err))
 	require.Equal(t, "NOT_IMPLEMENTED", apierr.Info(err).GetReason())
-	require.Contains(t, status.Convert(err).Message(), "context assembly")
+	require.Contains(t, status.Convert(err).Message(), "memory-diff")
 
 	pa := memoryv1.NewProposalApplyServiceClient(dial(t, d.grpcAddr[memoryv1.ProposalApplyService_ServiceDesc.ServiceName]))
 	stream, err := pa.WatchCommits(context.Background(), &memoryv1.WatchCommitsRequest{})
@@ -369,7 +372,6 @@ func call(t *testing.T, d *deployment, method, path, body, tok string) (int, res
 var unimplementedPaths = []struct {
 	method, path, body, capability string
 }{
-	{"GET", "/memory/context?agent=curator&query_hint=minio&budget=1000", "", "context assembly"},
 	{"GET", "/entities/minio", "", "entity lookup"},
 	{"GET", "/memory/curator/diff?from=HEAD~5&to=HEAD&files=facts.md", "", "memory-diff"},
 	{"POST", "/memory/curator/snapshot", `{"label":"pre-migration","includeRuns":false}`, "memory-snapshot"},
@@ -601,4 +603,53 @@ func testRESTRead(t *testing.T, d *deployment) {
 	code, l2 := jsonCall(t, d, "GET", "/memory/layer2?agent=garden-bloom-curator&include=changelog", "", svc)
 	require.Equal(t, http.StatusOK, code, l2)
 	require.Contains(t, l2["changelog"], "run_def456")
+}
+
+// testRESTContext assembles a run's context through the edge: Layer 1 first,
+// then the agent's sources and search hits by score, within the budget.
+func testRESTContext(t *testing.T, d *deployment) {
+	svc := token(t, d, auth.RoleService)
+	blobs, err := blob.NewFS(filepath.Join(d.dataDir, "objects"))
+	require.NoError(t, err)
+	_, err = blob.PutBytes(context.Background(), blobs, "agents/searcher/sources/zebrafish-guide.md",
+		[]byte("# Zebrafish guide\n\nZebrafish snapshots are archived for ninety days.\n"), blob.PutOptions{})
+	require.NoError(t, err)
+	_, err = blob.PutBytes(context.Background(), blobs, "agents/searcher/sources/unrelated.md",
+		[]byte("# Gardening\n\nTomatoes like sun.\n"), blob.PutOptions{})
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool { // sources are re-listed every --search-sources-poll
+		_, res := jsonCall(t, d, "GET", "/memory/search?q=zebrafish+archive&agent_id=searcher&kinds=source", "", svc)
+		hits, _ := res["results"].([]any)
+		return len(hits) > 0
+	}, 20*time.Second, 20*time.Millisecond)
+	path := "/memory/context?agent=searcher&query_hint=zebrafish+archive&budget=5000"
+	code, res := jsonCall(t, d, "GET", path, "", svc)
+	require.Equal(t, http.StatusOK, code, res)
+	sections := res["sections"].([]any)
+	first := sections[0].(map[string]any)
+	require.Equal(t, "layer1", first["kind"])
+	require.Equal(t, "memory/searcher/facts.md", first["file"])
+	var kinds, files []string
+	for _, s := range sections {
+		m := s.(map[string]any)
+		kinds = append(kinds, m["kind"].(string))
+		files = append(files, m["file"].(string))
+	}
+	require.Contains(t, files, "agents/searcher/sources/zebrafish-guide.md")
+	require.Less(t, slices.Index(files, "agents/searcher/sources/zebrafish-guide.md"), slices.Index(files, "agents/searcher/sources/unrelated.md"),
+		"the source the hint matches ranks first")
+	require.NotContains(t, files, "memory/searcher/runs/run_s1.md", "no Layer 2 unasked")
+	require.LessOrEqual(t, res["totalTokens"].(float64), float64(5000))
+	require.Equal(t, float64(5000), res["budget"])
+	_, _, a := call(t, d, "GET", path+"&at="+res["commit"].(string), "", svc)
+	_, _, b := call(t, d, "GET", path+"&at="+res["commit"].(string), "", svc)
+	require.Equal(t, a, b, "same request at the same sha reproduces exactly")
+
+	code, small := jsonCall(t, d, "GET", "/memory/context?agent=searcher&query_hint=zebrafish&budget=40", "", svc)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, true, small["truncated"])
+	require.LessOrEqual(t, small["totalTokens"].(float64), float64(40))
+	code, _ = jsonCall(t, d, "GET", "/memory/context?agent=searcher&budget=-1", "", svc)
+	require.Equal(t, http.StatusBadRequest, code)
 }

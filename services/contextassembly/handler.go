@@ -386,11 +386,6 @@ func (h *handler) ListHistory(ctx context.Context, req *memoryv1.ListHistoryRequ
 	return resp, nil
 }
 
-// AssembleContext: context assembly arrives with issue #5 (next increment).
-func (h *handler) AssembleContext(context.Context, *memoryv1.AssembleContextRequest) (*memoryv1.AssembleContextResponse, error) {
-	return nil, apierr.NotImplemented("context assembly", 5)
-}
-
 // DiffMemory: memory-diff arrives with issue #5 (next increment).
 func (h *handler) DiffMemory(context.Context, *memoryv1.DiffMemoryRequest) (*memoryv1.DiffMemoryResponse, error) {
 	return nil, apierr.NotImplemented("memory-diff", 5)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/tokens"
@@ -33,6 +34,10 @@ type Deps struct {
 	Logger   *slog.Logger
 	// TokenEncoding is the tiktoken encoding; "" = cl100k_base.
 	TokenEncoding string
+	// Search is search-index's client, for query hints (nil: no hits).
+	Search memoryv1.SearchIndexServiceClient
+	// Blobs is the object store with the agents' sources (nil: none).
+	Blobs blob.Store
 }
 
 // Service is the context-assembly service.

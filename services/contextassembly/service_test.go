@@ -213,3 +213,21 @@ func TestAccess(t *testing.T) {
 	_, err = e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "nobody"})
 	require.Equal(t, codes.NotFound, status.Code(err))
 }
+
+func TestAssembleContextWithoutSearch(t *testing.T) {
+	e := newEnv(t)
+	seedAgent(e)
+	resp, err := e.client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur", QueryHint: "backups"})
+	require.NoError(t, err)
+	var files []string
+	for _, s := range resp.GetSections() {
+		require.Equal(t, "layer1", s.GetKind())
+		files = append(files, s.GetFile())
+	}
+	require.Equal(t, []string{"memory/cur/snapshot.md", "memory/cur/open_loops.md", "memory/cur/facts.md"}, files)
+	require.Equal(t, int32(DefaultBudget), resp.GetBudget())
+	require.Equal(t, resp.GetTotalTokens(), resp.GetTokensByLayer()["layer1"])
+	require.Contains(t, resp.GetWarnings(), "search is not configured: no hits for the query hint")
+	_, err = e.client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur", Budget: MaxBudget + 1})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+}

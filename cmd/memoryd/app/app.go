@@ -153,6 +153,45 @@ func (a *App) setupWritePlane(ctx context.Context) error {
 	return err
 }
 
+// setupContextAssembly builds context-assembly with its own service-token
+// client of search-index (query hints) and the object store (sources).
+func (a *App) setupContextAssembly(g *grpc.Server) error {
+	deps := contextassembly.Deps{RepoPath: a.cfg.Storage.RepoPath(), Logger: a.logger, TokenEncoding: a.cfg.ProposalApply.TokenEncoding}
+	blobs, err := blob.NewFS(a.cfg.Storage.ObjectsPath())
+	if err != nil {
+		return fmt.Errorf("object store: %w", err)
+	}
+	deps.Blobs = blobs
+	if addr := a.serviceAddr(ModuleSearchIndex); addr != "" {
+		conn, err := a.serviceConn("context-assembly", addr)
+		if err != nil {
+			return err
+		}
+		deps.Search = memoryv1.NewSearchIndexServiceClient(conn)
+	}
+	svc, err := contextassembly.New(deps)
+	if err != nil {
+		return err
+	}
+	svc.Register(g)
+	return nil
+}
+
+// serviceConn dials a peer with a service token minted for caller, kept apart
+// from the edge's connections, which carry the end user's token.
+func (a *App) serviceConn(caller, addr string) (*grpc.ClientConn, error) {
+	key := caller + "->" + addr
+	if c, ok := a.conns[key]; ok {
+		return c, nil
+	}
+	conn, err := grpcserver.Dial(addr, a.tel, grpc.WithPerRPCCredentials(auth.NewServiceCredentials(a.signer, "memoryd/"+caller)))
+	if err != nil {
+		return nil, err
+	}
+	a.conns[key] = conn
+	return conn, nil
+}
+
 // setupSearchIndex opens the index and connects it to the write plane's
 // commit stream with a service token of its own.
 func (a *App) setupSearchIndex() error {
@@ -163,11 +202,10 @@ func (a *App) setupSearchIndex() error {
 	}
 	deps := searchindex.Deps{RepoPath: cfg.Storage.RepoPath(), Blobs: blobs, Logger: a.logger}
 	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
-		conn, err := grpcserver.Dial(addr, a.tel, grpc.WithPerRPCCredentials(auth.NewServiceCredentials(a.signer, "memoryd/search-index")))
+		conn, err := a.serviceConn("search-index", addr)
 		if err != nil {
 			return err
 		}
-		a.conns["search-index->"+addr] = conn
 		deps.Commits = memoryv1.NewProposalApplyServiceClient(conn)
 	}
 	a.searchIndex, err = searchindex.New(cfg.SearchIndex, deps)
@@ -198,16 +236,19 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 		UnaryInterceptors:  []grpc.UnaryServerInterceptor{auth.UnaryServerInterceptor(verifier, auth.DefaultSkip)},
 		StreamInterceptors: []grpc.StreamServerInterceptor{auth.StreamServerInterceptor(verifier, auth.DefaultSkip)},
 	})
+	// Listen first: services that call each other need this process's address.
+	lis, err := net.Listen("tcp", a.cfg.Server.GRPCAddr)
+	if err != nil {
+		return fmt.Errorf("--grpc-addr: %w", err)
+	}
+	a.grpcLis = lis
 	g := a.grpcSrv.GRPC()
 	for _, m := range local {
 		switch m {
 		case ModuleContextAssembly:
-			svc, err := contextassembly.New(contextassembly.Deps{RepoPath: a.cfg.Storage.RepoPath(), Logger: a.logger,
-				TokenEncoding: a.cfg.ProposalApply.TokenEncoding})
-			if err != nil {
+			if err := a.setupContextAssembly(g); err != nil {
 				return err
 			}
-			svc.Register(g)
 		case ModuleSearchIndex:
 			// registered by setupSearchIndex, which needs the listener
 		case ModuleEntityGraph:
@@ -217,11 +258,6 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 		}
 		a.grpcSrv.SetServing(healthServiceNames[m])
 	}
-	lis, err := net.Listen("tcp", a.cfg.Server.GRPCAddr)
-	if err != nil {
-		return fmt.Errorf("--grpc-addr: %w", err)
-	}
-	a.grpcLis = lis
 	return nil
 }
 

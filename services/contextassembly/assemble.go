@@ -1,0 +1,227 @@
+package contextassembly
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memread"
+)
+
+// Context assembly limits (spec integration §5).
+const (
+	DefaultBudget = 200_000
+	MaxBudget     = 1_000_000
+	DefaultTopK   = 20
+	maxHintBytes  = 4096
+)
+
+// candidate is a section competing for the budget after Layer 1.
+type candidate struct {
+	section *memoryv1.ContextSection
+	// hits are the search-hit chunks of a source, used when the whole
+	// source does not fit.
+	hits []*memoryv1.ContextSection
+}
+
+// AssembleContext builds a run's context: Layer 1 first, then the agent's
+// sources and search hits for the query hint by score, within the budget.
+func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleContextRequest) (*memoryv1.AssembleContextResponse, error) {
+	if err := access(ctx, req.GetAgentId(), "agent"); err != nil {
+		return nil, err
+	}
+	budget := int(req.GetBudget())
+	switch {
+	case budget < 0 || budget > MaxBudget:
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "budget", fmt.Sprintf("budget must be 1 to %d tokens", MaxBudget))
+	case budget == 0:
+		budget = DefaultBudget
+	}
+	if len(req.GetQueryHint()) > maxHintBytes {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "query_hint", fmt.Sprintf("query_hint is longer than %d bytes", maxHintBytes))
+	}
+	topK := int(req.GetTopK())
+	if topK < 0 || topK > 100 {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "top_k", "top_k must be 1 to 100")
+	}
+	if topK == 0 {
+		topK = DefaultTopK
+	}
+	files, commit, err := h.at(ctx, req.GetAgentId(), req.GetAt())
+	if err != nil {
+		return nil, err
+	}
+	if err := h.checkSnapshot(ctx, files); err != nil {
+		return nil, err
+	}
+	sha := files.commit.String()
+	resp := &memoryv1.AssembleContextResponse{AgentId: req.GetAgentId(), Commit: sha,
+		AssembledAt: timestamppb.New(commit.Committer.When), Budget: int32(budget), TokensByLayer: map[string]int32{}}
+	add := func(s *memoryv1.ContextSection, bucket string) bool {
+		if int(resp.TotalTokens)+int(s.Tokens) > budget {
+			return false
+		}
+		resp.Sections = append(resp.Sections, s)
+		resp.TotalTokens += s.Tokens
+		resp.TokensByLayer[bucket] += s.Tokens
+		return true
+	}
+
+	// 1. Layer 1, always first, cut at section boundaries if the budget is tiny.
+	l1, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: h.svc.count},
+		memread.Request{Mode: memread.Wide, MaxTokens: budget, Include: []string{memlayout.SnapshotFile, memlayout.OpenLoopsFile, memlayout.FactsFile}})
+	if err != nil {
+		return nil, h.unavailable(err)
+	}
+	inLayer1 := map[string]bool{}
+	for _, f := range l1.Files {
+		path := memlayout.AgentDir(req.GetAgentId()) + f.Rel
+		inLayer1[path] = true
+		add(&memoryv1.ContextSection{Kind: "layer1", File: path, Commit: sha, Tokens: int32(f.Tokens), Content: f.Content, Layer: 1, Truncated: f.Truncated}, "layer1")
+	}
+	resp.Truncated = l1.Truncated
+	resp.Warnings = append(resp.Warnings, l1.Warnings...)
+
+	// 2. Search hits for the hint, grouped by file.
+	hitsByFile := map[string][]*memoryv1.ContextSection{}
+	best := map[string]float64{}
+	if hint := strings.TrimSpace(req.GetQueryHint()); hint != "" {
+		if h.svc.deps.Search == nil {
+			resp.Warnings = append(resp.Warnings, "search is not configured: no hits for the query hint")
+		} else {
+			res, err := h.svc.deps.Search.Search(ctx, &memoryv1.SearchRequest{Query: hint, TopK: int32(topK), AgentId: req.GetAgentId()})
+			switch {
+			case apierr.Info(err).GetReason() == "INVALID_ARGUMENT":
+				resp.Warnings = append(resp.Warnings, "query hint has no searchable words")
+			case err != nil:
+				h.svc.logger.Warn("search for context assembly failed", "err", err)
+				resp.Warnings = append(resp.Warnings, "search unavailable: no hits for the query hint")
+			default:
+				if res.GetStale() {
+					resp.Warnings = append(resp.Warnings, "the search index is behind this commit; hits may miss the newest changes")
+				}
+				for _, r := range res.GetResults() {
+					if inLayer1[r.GetFile()] {
+						continue // already there in full
+					}
+					s := &memoryv1.ContextSection{Kind: "search_hit", File: r.GetFile(), Span: r.GetSpan(), Commit: r.GetCommit(),
+						Score: r.GetScore(), Layer: r.GetLayer()}
+					hitsByFile[r.GetFile()] = append(hitsByFile[r.GetFile()], s)
+					best[r.GetFile()] = max(best[r.GetFile()], r.GetScore())
+				}
+			}
+		}
+	}
+
+	// 3. The agent's sources, whole, ranked by their best hit.
+	var cands []candidate
+	if !req.GetExcludeSources() {
+		srcs, err := h.sources(ctx, req.GetAgentId())
+		if err != nil {
+			h.svc.logger.Warn("object store unavailable for context assembly", "err", err)
+			resp.Warnings = append(resp.Warnings, "object store unavailable: sources left out")
+		}
+		for _, s := range srcs {
+			s.Score = best[s.File]
+			cands = append(cands, candidate{section: s, hits: hitsByFile[s.File]})
+			delete(hitsByFile, s.File)
+		}
+	}
+	for _, hits := range hitsByFile {
+		for _, s := range hits {
+			cands = append(cands, candidate{section: s})
+		}
+	}
+	slices.SortFunc(cands, func(a, b candidate) int {
+		if c := cmp.Compare(b.section.Score, a.section.Score); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.section.File, b.section.File); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.section.GetSpan().GetStartLine(), b.section.GetSpan().GetStartLine())
+	})
+	for _, c := range cands {
+		s := c.section
+		if s.Kind == "search_hit" && s.Content == "" {
+			if err := h.fillHit(ctx, files, s); err != nil {
+				resp.Warnings = append(resp.Warnings, fmt.Sprintf("%s: %v", s.File, err))
+				continue
+			}
+		}
+		bucket := map[string]string{"source": "sources", "search_hit": "search"}[s.Kind]
+		if add(s, bucket) {
+			continue
+		}
+		resp.Truncated = true
+		placed := false
+		for _, hit := range c.hits { // the source did not fit: its matching chunks may
+			hit.Content = chunkOf(s.Content, hit.GetSpan())
+			hit.Tokens = int32(h.svc.count(hit.Content))
+			placed = add(hit, "search") || placed
+		}
+		if !placed {
+			resp.Warnings = append(resp.Warnings, fmt.Sprintf("%s left out: over the budget", s.File))
+		}
+	}
+	return resp, nil
+}
+
+// sources reads agents/<agent>/sources/*.md, sorted by key.
+func (h *handler) sources(ctx context.Context, agent string) ([]*memoryv1.ContextSection, error) {
+	if h.svc.deps.Blobs == nil {
+		return nil, nil
+	}
+	var out []*memoryv1.ContextSection
+	for info, err := range h.svc.deps.Blobs.List(ctx, "agents/"+agent+"/sources/") {
+		if err != nil {
+			return out, err
+		}
+		if !strings.HasSuffix(info.Key, ".md") {
+			continue
+		}
+		data, got, err := blob.GetBytes(ctx, h.svc.deps.Blobs, info.Key)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, &memoryv1.ContextSection{Kind: "source", File: info.Key, Commit: got.ETag,
+			Content: string(data), Tokens: int32(h.svc.count(string(data)))})
+	}
+	return out, nil
+}
+
+// fillHit loads a hit's lines from the repository at the assembled commit,
+// so its content matches the commit the context is stamped with.
+func (h *handler) fillHit(ctx context.Context, files agentFiles, s *memoryv1.ContextSection) error {
+	data, err := files.repo.ReadFile(ctx, files.commit, s.File)
+	if err != nil {
+		return fmt.Errorf("not readable at this commit")
+	}
+	s.Content = chunkOf(string(data), s.GetSpan())
+	s.Commit = files.commit.String()
+	s.Tokens = int32(h.svc.count(s.Content))
+	return nil
+}
+
+// chunkOf returns lines span.start..span.end of text.
+func chunkOf(text string, span *memoryv1.Span) string {
+	lines := strings.Split(text, "\n")
+	from, to := int(span.GetStartLine())-1, int(span.GetEndLine())
+	if from < 0 || to > len(lines) || from >= to {
+		return ""
+	}
+	return strings.Join(lines[from:to], "\n") + "\n"
+}
+
