@@ -224,4 +224,3 @@ func chunkOf(text string, span *memoryv1.Span) string {
 	}
 	return strings.Join(lines[from:to], "\n") + "\n"
 }
-
