@@ -589,6 +589,13 @@ func testRESTRead(t *testing.T, d *deployment) {
 	require.Contains(t, wide["content"].(map[string]any)["facts.md"], "mcpstorage")
 	require.NotContains(t, wide["content"], "open_loops.md")
 
+	// The wide read returned facts: context-assembly reports their use to
+	// proposal-apply, whose eviction index records it.
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(filepath.Join(d.dataDir, "objects", "data", "fact-index", "garden-bloom-curator.json"))
+		return err == nil && strings.Contains(string(data), `"used"`)
+	}, 20*time.Second, 50*time.Millisecond, "fact usage reaches the write plane")
+
 	// Same commit, same request: byte-identical.
 	_, _, a := call(t, d, "GET", "/memory/garden-bloom-curator/read?mode=wide&at="+wide["commit"].(string), "", svc)
 	_, _, b := call(t, d, "GET", "/memory/garden-bloom-curator/read?mode=wide&at="+wide["commit"].(string), "", svc)

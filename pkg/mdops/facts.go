@@ -1,6 +1,8 @@
 package mdops
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -181,4 +183,12 @@ func stripMarker(s string) string {
 		return u
 	}
 	return t
+}
+
+// FactHash identifies a fact by its text (without the bullet, trimmed): the
+// read plane reports which facts it returned with these hashes, and the
+// write plane's eviction looks them up.
+func FactHash(text string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "- "))))
+	return hex.EncodeToString(sum[:])
 }

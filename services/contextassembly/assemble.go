@@ -86,6 +86,9 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	for _, f := range l1.Files {
 		path := memlayout.AgentDir(req.GetAgentId()) + f.Rel
 		inLayer1[path] = true
+		if f.Rel == memlayout.FactsFile {
+			h.svc.usage.record(req.GetAgentId(), f.Content)
+		}
 		add(&memoryv1.ContextSection{Kind: "layer1", File: path, Commit: sha, Tokens: int32(f.Tokens), Content: f.Content, Layer: 1, Truncated: f.Truncated}, "layer1")
 	}
 	resp.Truncated = l1.Truncated

@@ -144,6 +144,9 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 		resp.Mode = memoryv1.ReadMode_READ_MODE_BASIC
 	}
 	for _, f := range res.Files {
+		if f.Rel == memlayout.FactsFile {
+			h.svc.usage.record(req.GetAgentId(), f.Content)
+		}
 		resp.Content[f.Rel] = f.Content
 		resp.Files = append(resp.Files, &memoryv1.FileContent{File: f.Rel, Content: f.Content, TokenCount: int32(f.Tokens), Layer: int32(f.Layer), Truncated: f.Truncated})
 	}

@@ -38,6 +38,8 @@ type Deps struct {
 	Search memoryv1.SearchIndexServiceClient
 	// Blobs is the object store with the agents' sources (nil: none).
 	Blobs blob.Store
+	// Usage is proposal-apply's client, for fact usage reports (nil: none).
+	Usage memoryv1.ProposalApplyServiceClient
 }
 
 // Service is the context-assembly service.
@@ -53,6 +55,10 @@ type Service struct {
 	// read far more often than they change.
 	countMu    sync.Mutex
 	countCache map[[32]byte]int
+
+	usage  *usage
+	cancel context.CancelFunc
+	bg     sync.WaitGroup
 }
 
 // maxCountCache bounds the token-count cache (entries, not bytes).
@@ -64,7 +70,23 @@ func New(d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{deps: d, logger: d.Logger.With("service", "context-assembly"), counter: counter, countCache: map[[32]byte]int{}}, nil
+	logger := d.Logger.With("service", "context-assembly")
+	return &Service{deps: d, logger: logger, counter: counter, countCache: map[[32]byte]int{},
+		usage: newUsage(d.Usage, logger)}, nil
+}
+
+// Start runs the usage reporter until Stop.
+func (s *Service) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.bg.Go(func() { s.usage.run(ctx) })
+}
+
+// Stop sends the last usage report and stops.
+func (s *Service) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.bg.Wait()
 }
 
 // Register adds the service's gRPC handlers to g.

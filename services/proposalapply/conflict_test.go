@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/mdops"
 )
 
 // 200 concurrent proposals to one agent, all based on the same version:
@@ -263,7 +264,7 @@ func TestPushesToRemote(t *testing.T) {
 
 func TestFactUsageReports(t *testing.T) {
 	e := newEnv(t, autoApprove)
-	resp, err := e.client.ReportFactUsage(e.service(), &memoryv1.ReportFactUsageRequest{AgentId: "a", Usages: []*memoryv1.FactUsage{{FactHash: FactHash("- x")}}})
+	resp, err := e.client.ReportFactUsage(e.service(), &memoryv1.ReportFactUsageRequest{AgentId: "a", Usages: []*memoryv1.FactUsage{{FactHash: mdops.FactHash("- x")}}})
 	require.NoError(t, err)
 	require.Equal(t, int32(1), resp.GetAccepted())
 	_, err = e.client.ReportFactUsage(e.service(), &memoryv1.ReportFactUsageRequest{AgentId: "a", Usages: []*memoryv1.FactUsage{{FactHash: "nothex"}}})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/mdops"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 )
 
@@ -37,7 +38,7 @@ func TestFactsEvictionStaleFirst(t *testing.T) {
 	e.clock.Advance(40 * 24 * time.Hour)
 	kept := "old0 fact 000: the storage cluster keeps its replicas in three zones for durability, and every zone runs its own independent power and network feeds"
 	_, err := e.client.ReportFactUsage(e.service(), &memoryv1.ReportFactUsageRequest{AgentId: "ev",
-		Usages: []*memoryv1.FactUsage{{FactHash: FactHash(kept)}}})
+		Usages: []*memoryv1.FactUsage{{FactHash: mdops.FactHash(kept)}}})
 	require.NoError(t, err)
 
 	resp := e.propose(&memoryv1.ProposeRequest{AgentId: "ev", RunId: "run_new",

@@ -2,16 +2,14 @@ package proposalapply
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/mdops"
 )
 
 // factTimes remembers, per agent, when each fact was added and last returned
@@ -44,13 +42,6 @@ type factTime struct {
 
 func newFactTimes(blobs blob.Store, now func() time.Time) *factTimes {
 	return &factTimes{blobs: blobs, now: now, docs: map[string]*factDoc{}, dirty: map[string]bool{}}
-}
-
-// FactHash identifies a fact by its trimmed text (the hash the read plane
-// reports usage with).
-func FactHash(text string) string {
-	sum := sha256.Sum256([]byte(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "- "))))
-	return hex.EncodeToString(sum[:])
 }
 
 func factKey(agentID string) string { return "fact-index/" + agentID + ".json" }
@@ -107,7 +98,7 @@ func (f *factTimes) TimeOf(ctx context.Context, agentID string) (func(text strin
 	}
 	since := d.Since
 	return func(text string) time.Time {
-		if t, ok := snapshot[FactHash(text)]; ok && !t.IsZero() {
+		if t, ok := snapshot[mdops.FactHash(text)]; ok && !t.IsZero() {
 			return t
 		}
 		return since
@@ -121,7 +112,7 @@ func (f *factTimes) Added(ctx context.Context, agentID string, facts []string, a
 	}
 	return f.update(ctx, agentID, func(d *factDoc) int {
 		for _, text := range facts {
-			h := FactHash(text)
+			h := mdops.FactHash(text)
 			if d.Facts[h] == nil {
 				d.Facts[h] = &factTime{}
 			}

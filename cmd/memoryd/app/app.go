@@ -52,10 +52,11 @@ type App struct {
 	logger *slog.Logger
 	tel    *telemetry.Telemetry
 
-	proposalApply *proposalapply.Service
-	searchIndex   *searchindex.Service
-	writerLock    *os.File
-	signer        *auth.Signer
+	proposalApply   *proposalapply.Service
+	searchIndex     *searchindex.Service
+	contextAssembly *contextassembly.Service
+	writerLock      *os.File
+	signer          *auth.Signer
 
 	grpcSrv *grpcserver.Server
 	grpcLis net.Listener
@@ -169,11 +170,18 @@ func (a *App) setupContextAssembly(g *grpc.Server) error {
 		}
 		deps.Search = memoryv1.NewSearchIndexServiceClient(conn)
 	}
-	svc, err := contextassembly.New(deps)
+	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
+		conn, err := a.serviceConn("context-assembly", addr)
+		if err != nil {
+			return err
+		}
+		deps.Usage = memoryv1.NewProposalApplyServiceClient(conn)
+	}
+	a.contextAssembly, err = contextassembly.New(deps)
 	if err != nil {
 		return err
 	}
-	svc.Register(g)
+	a.contextAssembly.Register(g)
 	return nil
 }
 
@@ -366,6 +374,9 @@ func (a *App) Run(ctx context.Context) error {
 	if a.searchIndex != nil {
 		a.searchIndex.Start(ctx)
 	}
+	if a.contextAssembly != nil {
+		a.contextAssembly.Start(ctx)
+	}
 	errc := make(chan error, 2)
 	if a.grpcSrv != nil {
 		go func() { errc <- a.grpcSrv.Serve(a.grpcLis) }()
@@ -399,6 +410,9 @@ func (a *App) closeResources(ctx context.Context) {
 		// Its commit stream is a call into proposal-apply: end it first, or
 		// the server would wait for it until the deadline.
 		a.searchIndex.StopFollowing()
+	}
+	if a.contextAssembly != nil {
+		a.contextAssembly.Stop() // last usage report while proposal-apply still serves
 	}
 	done := make(chan struct{})
 	go func() {

@@ -1,0 +1,86 @@
+package contextassembly
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/mdops"
+)
+
+// usageFlushEvery is how often fact usage is reported to the write plane.
+const usageFlushEvery = 2 * time.Second
+
+// usage collects which facts reads returned and reports them to
+// proposal-apply in batches, off the read path: a read never waits for it,
+// and a report that fails is dropped (usage only tunes eviction order).
+type usage struct {
+	client memoryv1.ProposalApplyServiceClient
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu      sync.Mutex
+	pending map[string]map[string]time.Time // agent -> fact hash -> used at
+}
+
+func newUsage(client memoryv1.ProposalApplyServiceClient, logger *slog.Logger) *usage {
+	return &usage{client: client, logger: logger, now: time.Now, pending: map[string]map[string]time.Time{}}
+}
+
+// record notes the facts in a facts.md text that a read returned.
+func (u *usage) record(agent, factsMD string) {
+	if u == nil || u.client == nil || factsMD == "" {
+		return
+	}
+	at := u.now()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	m := u.pending[agent]
+	if m == nil {
+		m = map[string]time.Time{}
+		u.pending[agent] = m
+	}
+	for _, f := range mdops.ParseFacts(factsMD) {
+		m[mdops.FactHash(f.Text)] = at
+	}
+}
+
+// run reports every usageFlushEvery until ctx ends, then once more.
+func (u *usage) run(ctx context.Context) {
+	t := time.NewTicker(usageFlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			u.flush(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+			u.flush(ctx)
+		}
+	}
+}
+
+func (u *usage) flush(ctx context.Context) {
+	u.mu.Lock()
+	batch := u.pending
+	u.pending = map[string]map[string]time.Time{}
+	u.mu.Unlock()
+	for _, agent := range slices.Sorted(maps.Keys(batch)) {
+		req := &memoryv1.ReportFactUsageRequest{AgentId: agent}
+		for _, h := range slices.Sorted(maps.Keys(batch[agent])) {
+			req.Usages = append(req.Usages, &memoryv1.FactUsage{FactHash: h, UsedAt: timestamppb.New(batch[agent][h])})
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := u.client.ReportFactUsage(cctx, req)
+		cancel()
+		if err != nil {
+			u.logger.Debug("fact usage report dropped", "agent", agent, "facts", len(req.Usages), "err", err)
+		}
+	}
+}
