@@ -317,10 +317,13 @@ func testGRPCAuth(t *testing.T, d *deployment) {
 	require.Equal(t, codes.Unauthenticated, status.Code(err))
 
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token(t, d, auth.RoleService))
-	_, err = ca.DiffMemory(ctx, &memoryv1.DiffMemoryRequest{AgentId: "a"})
+	eg := memoryv1.NewEntityGraphServiceClient(dial(t, d.grpcAddr[memoryv1.EntityGraphService_ServiceDesc.ServiceName]))
+	_, err = eg.GetEntity(ctx, &memoryv1.GetEntityRequest{EntityId: "minio"})
 	require.Equal(t, codes.Unimplemented, status.Code(err))
 	require.Equal(t, "NOT_IMPLEMENTED", apierr.Info(err).GetReason())
-	require.Contains(t, status.Convert(err).Message(), "memory-diff")
+	require.Contains(t, status.Convert(err).Message(), "entity lookup")
+	_, err = ca.ReadMemory(ctx, &memoryv1.ReadMemoryRequest{AgentId: "nobody"})
+	require.Equal(t, codes.NotFound, status.Code(err), "authenticated calls reach the service")
 
 	pa := memoryv1.NewProposalApplyServiceClient(dial(t, d.grpcAddr[memoryv1.ProposalApplyService_ServiceDesc.ServiceName]))
 	stream, err := pa.WatchCommits(context.Background(), &memoryv1.WatchCommitsRequest{})
@@ -373,7 +376,6 @@ var unimplementedPaths = []struct {
 	method, path, body, capability string
 }{
 	{"GET", "/entities/minio", "", "entity lookup"},
-	{"GET", "/memory/curator/diff?from=HEAD~5&to=HEAD&files=facts.md", "", "memory-diff"},
 	{"POST", "/memory/curator/snapshot", `{"label":"pre-migration","includeRuns":false}`, "memory-snapshot"},
 }
 
@@ -606,6 +608,11 @@ func testRESTRead(t *testing.T, d *deployment) {
 	commits := hist["commits"].([]any)
 	require.NotEmpty(t, commits)
 	require.Equal(t, "run_def456", commits[len(commits)-1].(map[string]any)["runId"])
+
+	code, diff := jsonCall(t, d, "GET", "/memory/garden-bloom-curator/diff?files=facts.md", "", svc)
+	require.Equal(t, http.StatusOK, code, diff)
+	require.Contains(t, diff["diff"].(map[string]any)["facts.md"], "+- MinIO bucket mcpstorage")
+	require.Contains(t, diff["summary"], "1 file")
 
 	code, l2 := jsonCall(t, d, "GET", "/memory/layer2?agent=garden-bloom-curator&include=changelog", "", svc)
 	require.Equal(t, http.StatusOK, code, l2)

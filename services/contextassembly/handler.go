@@ -19,6 +19,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/history"
 	"github.com/garden-bloom/memory/pkg/mdops"
+	"github.com/garden-bloom/memory/pkg/memdiff"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memread"
 	"github.com/garden-bloom/memory/pkg/memrepo"
@@ -107,9 +108,6 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 	if err != nil {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "mode", "mode must be basic, wide, deep or temporal")
 	}
-	if m == memread.Temporal {
-		return nil, apierr.NotImplemented("read-memory temporal mode", 5)
-	}
 	if req.GetMaxTokens() < 0 {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "maxTokens", "maxTokens must not be negative")
 	}
@@ -128,9 +126,27 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 		return nil, h.unavailable(err)
 	}
 	meta, _ := memlayout.ParseMeta([]byte(metaRaw)) // an unreadable meta.json reads as version 0
+	var extra []memread.File
+	diffs := map[string]string{}
+	if m == memread.Temporal {
+		to := req.GetTo()
+		if to == "" {
+			to = files.commit.String()
+		}
+		changes, _, err := h.temporalDiffs(ctx, req.GetAgentId(), req.GetFrom(), to, commit.Committer.When)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range changes {
+			text, _, _ := memdiff.Unified(c.rel, c.before, c.after, diffContext)
+			if text != "" {
+				extra = append(extra, memread.File{Rel: "diffs/" + c.rel, Content: text, Layer: 2})
+			}
+		}
+	}
 	res, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: h.svc.count}, memread.Request{
 		Mode: m, MaxTokens: int(req.GetMaxTokens()), Include: req.GetIncludeFiles(), Exclude: req.GetExcludeFiles(),
-		Today: commit.Committer.When.UTC().Format("2006-01-02"), Reserved: h.svc.count(metaRaw),
+		Today: commit.Committer.When.UTC().Format("2006-01-02"), Reserved: h.svc.count(metaRaw), Extra: extra,
 	})
 	if err != nil {
 		return nil, h.unavailable(err)
@@ -144,11 +160,17 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 		resp.Mode = memoryv1.ReadMode_READ_MODE_BASIC
 	}
 	for _, f := range res.Files {
+		if rel, ok := strings.CutPrefix(f.Rel, "diffs/"); ok {
+			diffs[rel] = f.Content
+		}
 		if f.Rel == memlayout.FactsFile {
 			h.svc.usage.record(req.GetAgentId(), f.Content)
 		}
 		resp.Content[f.Rel] = f.Content
 		resp.Files = append(resp.Files, &memoryv1.FileContent{File: f.Rel, Content: f.Content, TokenCount: int32(f.Tokens), Layer: int32(f.Layer), Truncated: f.Truncated})
+	}
+	if len(diffs) > 0 {
+		resp.Diffs = diffs
 	}
 	return resp, nil
 }
@@ -387,11 +409,6 @@ func (h *handler) ListHistory(ctx context.Context, req *memoryv1.ListHistoryRequ
 		return nil, h.unavailable(err)
 	}
 	return resp, nil
-}
-
-// DiffMemory: memory-diff arrives with issue #5 (next increment).
-func (h *handler) DiffMemory(context.Context, *memoryv1.DiffMemoryRequest) (*memoryv1.DiffMemoryResponse, error) {
-	return nil, apierr.NotImplemented("memory-diff", 5)
 }
 
 // truncate keeps hostile values short in error messages.

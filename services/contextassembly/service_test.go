@@ -231,3 +231,58 @@ func TestAssembleContextWithoutSearch(t *testing.T) {
 	_, err = e.client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur", Budget: MaxBudget + 1})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 }
+
+func TestDiffMemory(t *testing.T) {
+	e := newEnv(t)
+	start := seedAgent(e)
+	e.commit("memory-update: cur / run_2 / proposal_2\n\nFiles: facts.md, open_loops.md\nReason: r\nAuto-approved: true\n", map[string]string{
+		"memory/cur/facts.md":      "# Facts: cur\n\n## Domain\n- fact one\n- fact two\n",
+		"memory/cur/open_loops.md": "# Open Loops: cur\n\n## Closed\n- [x] loop_001: check backups — closed 2026-02-17 | run_2 | opened 2026-02-17 | priority: normal | resolution: done\n",
+		"memory/cur/meta.json":     `{"agentId":"cur","version":2}`,
+	})
+	e.commit("other agent", map[string]string{"memory/zzz/facts.md": "# Facts: zzz\n- x\n"})
+
+	resp, err := e.client.DiffMemory(e.svc(), &memoryv1.DiffMemoryRequest{AgentId: "cur", From: start.String(), To: "HEAD"})
+	require.NoError(t, err)
+	require.Equal(t, start.String(), resp.GetFrom())
+	require.ElementsMatch(t, []string{"facts.md", "open_loops.md"}, keys(resp.GetDiff()), "meta.json and other agents are left out")
+	require.Contains(t, resp.GetDiff()["facts.md"], "--- a/facts.md\n+++ b/facts.md\n")
+	require.Contains(t, resp.GetDiff()["facts.md"], "\n+- fact two\n")
+	require.Equal(t, int32(1), resp.GetStats().GetCommits())
+	require.Equal(t, "1 commit, 2 files, +3 −2", resp.GetSummary())
+	require.Positive(t, resp.GetTokenCount())
+
+	facts, err := e.client.DiffMemory(e.svc(), &memoryv1.DiffMemoryRequest{AgentId: "cur", From: start.String(), Format: memoryv1.DiffFormat_DIFF_FORMAT_FACTS})
+	require.NoError(t, err)
+	var items []string
+	for _, c := range facts.GetChanges() {
+		items = append(items, c.GetItem()+":"+c.GetChange().String())
+	}
+	require.ElementsMatch(t, []string{"fact:CHANGE_KIND_ADDED", "loop:CHANGE_KIND_CHANGED"}, items)
+
+	whole, err := e.client.DiffMemory(e.svc(), &memoryv1.DiffMemoryRequest{AgentId: "cur", Files: []string{"snapshot.md"}})
+	require.NoError(t, err)
+	require.Contains(t, whole.GetDiff()["snapshot.md"], "--- /dev/null", "without from: the agent's whole history")
+	require.Equal(t, int32(1), whole.GetStats().GetCommits())
+
+	tiny, err := e.client.DiffMemory(e.svc(), &memoryv1.DiffMemoryRequest{AgentId: "cur", From: start.String(), MaxTokens: 5})
+	require.NoError(t, err)
+	require.True(t, tiny.GetTruncated())
+	require.LessOrEqual(t, tiny.GetTokenCount(), int32(5))
+	_, err = e.client.DiffMemory(e.svc(), &memoryv1.DiffMemoryRequest{AgentId: "cur", From: "nope"})
+	require.Equal(t, codes.NotFound, status.Code(err))
+
+	// Temporal read: snapshot plus the diffs of the range.
+	tr, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur", Mode: memoryv1.ReadMode_READ_MODE_TEMPORAL, From: start.String()})
+	require.NoError(t, err)
+	require.Contains(t, tr.GetContent(), "snapshot.md")
+	require.Contains(t, tr.GetDiffs()["facts.md"], "+- fact two")
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
