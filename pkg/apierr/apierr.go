@@ -7,10 +7,12 @@ package apierr
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 )
@@ -60,4 +62,17 @@ func Info(err error) *errdetails.ErrorInfo {
 		}
 	}
 	return nil
+}
+
+// Retryable is New plus a google.rpc.RetryInfo telling the client when to
+// try again (spec integration §9: context assembly is retried after 5 s).
+func Retryable(code codes.Code, reason memoryv1.ErrorReason, msg string, after time.Duration) error {
+	st := status.New(code, msg)
+	withInfo, err := st.WithDetails(
+		&errdetails.ErrorInfo{Reason: ReasonString(reason), Domain: Domain},
+		&errdetails.RetryInfo{RetryDelay: durationpb.New(after)})
+	if err != nil {
+		return st.Err()
+	}
+	return withInfo.Err()
 }

@@ -53,18 +53,52 @@ func access(ctx context.Context, agent, field string) error {
 	return err
 }
 
+// retryAfter is what an Unavailable answer tells clients to wait (spec
+// integration §9: phase 3 is retried after 5 s).
+const retryAfter = 5 * time.Second
+
 func (h *handler) unavailable(err error) error {
 	h.svc.logger.Warn("repository read failed", "err", err)
-	return apierr.New(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is unavailable; retry later", nil)
+	return apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE,
+		"the memory repository is unavailable; retry later", retryAfter)
+}
+
+// withRetries runs fn up to three times with a short backoff: a repository on
+// a network volume may hiccup, and a read should ride that out.
+func withRetries(ctx context.Context, fn func() error) error {
+	backoff := 50 * time.Millisecond
+	var err error
+	for attempt := range 3 {
+		if err = fn(); err == nil || errors.Is(err, errRevision) {
+			return err
+		}
+		if attempt < 2 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(backoff):
+			}
+			backoff *= 2
+		}
+	}
+	return err
 }
 
 // at resolves the request's revision to a commit and its files.
 func (h *handler) at(ctx context.Context, agent, at string) (agentFiles, *object.Commit, error) {
-	repo, err := h.svc.openRepo()
-	if err != nil {
-		return agentFiles{}, nil, h.unavailable(err)
-	}
-	commit, c, err := resolve(ctx, repo, at)
+	var (
+		repo   *memrepo.Repo
+		commit plumbing.Hash
+		c      *object.Commit
+	)
+	err := withRetries(ctx, func() error {
+		var err error
+		if repo, err = h.svc.openRepo(); err != nil {
+			return err
+		}
+		commit, c, err = resolve(ctx, repo, at)
+		return err
+	})
 	if errors.Is(err, errRevision) {
 		return agentFiles{}, nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
 			fmt.Sprintf("at %q names no commit of main", at), map[string]string{"at": at})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -285,4 +286,36 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+func TestRepositoryUnavailableAnswersWithRetryInfo(t *testing.T) {
+	e := newEnv(t)
+	svc, err := New(Deps{RepoPath: filepath.Join(t.TempDir(), "gone.git"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(mustVerifier(t), nil)))
+	svc.Register(srv)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = memoryv1.NewContextAssemblyServiceClient(conn).ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
+	require.Equal(t, codes.Unavailable, status.Code(err))
+	var retry *errdetails.RetryInfo
+	for _, d := range status.Convert(err).Details() {
+		if r, ok := d.(*errdetails.RetryInfo); ok {
+			retry = r
+		}
+	}
+	require.NotNil(t, retry)
+	require.Equal(t, 5*time.Second, retry.GetRetryDelay().AsDuration())
+	require.Equal(t, "REPOSITORY_UNAVAILABLE", apierr.Info(err).GetReason())
+}
+
+func mustVerifier(t *testing.T) *auth.Verifier {
+	v, err := auth.NewVerifier([]byte(strings.Repeat("c", 64)))
+	require.NoError(t, err)
+	return v
 }
