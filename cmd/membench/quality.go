@@ -33,11 +33,6 @@ const (
 )
 
 func quality(ctx context.Context, dataDir, work string, out io.Writer) error {
-	sf := filepath.Join(dataDir, "scifact")
-	if _, err := os.Stat(filepath.Join(sf, "corpus.jsonl")); err != nil {
-		fmt.Fprintf(out, "SciFact: no data at %s — skipped\n", sf)
-		return nil
-	}
 	if work == "" {
 		dir, err := os.MkdirTemp("", "membench-")
 		if err != nil {
@@ -46,7 +41,18 @@ func quality(ctx context.Context, dataDir, work string, out io.Writer) error {
 		defer os.RemoveAll(dir)
 		work = dir
 	}
-	return scifact(ctx, sf, work, out)
+	sf := filepath.Join(dataDir, "scifact")
+	if _, err := os.Stat(filepath.Join(sf, "corpus.jsonl")); err != nil {
+		fmt.Fprintf(out, "SciFact: no data at %s — skipped\n", sf)
+	} else if err := scifact(ctx, sf, work, out); err != nil {
+		return err
+	}
+	lc := filepath.Join(dataDir, "locomo", "locomo10.json")
+	if _, err := os.Stat(lc); err != nil {
+		fmt.Fprintf(out, "LoCoMo: no data at %s — skipped\n", lc)
+		return nil
+	}
+	return locomo(ctx, lc, work, out)
 }
 
 // searchServer runs the search-index service on a loopback gRPC server, as

@@ -31,6 +31,9 @@ type candidate struct {
 	// hits are the search-hit chunks of a source, used when the whole
 	// source does not fit.
 	hits []*memoryv1.ContextSection
+	// source is the whole source a hit came from (its content is already
+	// read, so the hit's lines are cut from it).
+	source *memoryv1.ContextSection
 }
 
 // AssembleContext builds a run's context: Layer 1 first, then the agent's
@@ -144,7 +147,7 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 			cands = append(cands, candidate{section: s})
 		}
 	}
-	slices.SortFunc(cands, func(a, b candidate) int {
+	byScore := func(a, b candidate) int {
 		if c := cmp.Compare(b.section.Score, a.section.Score); c != 0 {
 			return c
 		}
@@ -152,11 +155,20 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 			return c
 		}
 		return cmp.Compare(a.section.GetSpan().GetStartLine(), b.section.GetSpan().GetStartLine())
-	})
-	for _, c := range cands {
+	}
+	slices.SortFunc(cands, byScore)
+	// Greedy by score: a source that does not fit whole goes back into the
+	// pool as its matching chunks, each competing with its own score.
+	for len(cands) > 0 {
+		c := cands[0]
+		cands = cands[1:]
 		s := c.section
 		if s.Kind == "search_hit" && s.Content == "" {
-			if err := h.fillHit(ctx, files, s); err != nil {
+			src := ""
+			if c.source != nil {
+				src, s.Commit = c.source.Content, c.source.Commit
+			}
+			if err := h.fillHit(ctx, files, s, src); err != nil {
 				resp.Warnings = append(resp.Warnings, fmt.Sprintf("%s: %v", s.File, err))
 				continue
 			}
@@ -166,13 +178,14 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 			continue
 		}
 		resp.Truncated = true
-		placed := false
-		for _, hit := range c.hits { // the source did not fit: its matching chunks may
-			hit.Content = chunkOf(s.Content, hit.GetSpan())
-			hit.Tokens = int32(h.svc.count(hit.Content))
-			placed = add(hit, "search") || placed
+		if len(c.hits) > 0 {
+			for _, hit := range c.hits {
+				cands = append(cands, candidate{section: hit, source: s})
+			}
+			slices.SortFunc(cands, byScore)
+			continue
 		}
-		if !placed {
+		if s.Kind == "source" {
 			resp.Warnings = append(resp.Warnings, fmt.Sprintf("%s left out: over the budget", s.File))
 		}
 	}
@@ -205,15 +218,19 @@ func (h *handler) sources(ctx context.Context, agent string) ([]*memoryv1.Contex
 	return out, nil
 }
 
-// fillHit loads a hit's lines from the repository at the assembled commit,
-// so its content matches the commit the context is stamped with.
-func (h *handler) fillHit(ctx context.Context, files agentFiles, s *memoryv1.ContextSection) error {
-	data, err := files.repo.ReadFile(ctx, files.commit, s.File)
-	if err != nil {
-		return fmt.Errorf("not readable at this commit")
+// fillHit loads a hit's lines: from its source's content already read, or
+// from the repository at the assembled commit, so the content matches the
+// version the context is stamped with.
+func (h *handler) fillHit(ctx context.Context, files agentFiles, s *memoryv1.ContextSection, source string) error {
+	if source == "" {
+		data, err := files.repo.ReadFile(ctx, files.commit, s.File)
+		if err != nil {
+			return fmt.Errorf("not readable at this commit")
+		}
+		source = string(data)
+		s.Commit = files.commit.String()
 	}
-	s.Content = chunkOf(string(data), s.GetSpan())
-	s.Commit = files.commit.String()
+	s.Content = chunkOf(source, s.GetSpan())
 	s.Tokens = int32(h.svc.count(s.Content))
 	return nil
 }
