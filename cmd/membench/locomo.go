@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
-	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/cmd/memoryd/app"
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/telemetry"
@@ -125,7 +125,9 @@ func locomo(ctx context.Context, path, work string, out io.Writer) error {
 				keys = append(keys, k)
 			}
 		}
-		sort.Slice(keys, func(x, y int) bool { return len(keys[x]) < len(keys[y]) || len(keys[x]) == len(keys[y]) && keys[x] < keys[y] })
+		sort.Slice(keys, func(x, y int) bool {
+			return len(keys[x]) < len(keys[y]) || len(keys[x]) == len(keys[y]) && keys[x] < keys[y]
+		})
 		for _, k := range keys {
 			var turns []locomoTurn
 			if err := json.Unmarshal(s.Conversation[k], &turns); err != nil {
