@@ -50,6 +50,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	if readBenchEnv != nil {
+		_ = os.RemoveAll(readBenchEnv.dir)
+	}
 	os.Exit(code)
 }
 
