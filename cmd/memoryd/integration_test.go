@@ -670,3 +670,36 @@ func testRESTContext(t *testing.T, d *deployment) {
 	code, _ = jsonCall(t, d, "GET", "/memory/context?agent=searcher&budget=-1", "", svc)
 	require.Equal(t, http.StatusBadRequest, code)
 }
+
+// TestReadPlaneOnAMirror runs the write plane and the read plane as if on two
+// hosts: the writer pushes every commit to a git remote, the reader keeps its
+// own mirror of that remote in a different data directory. What the writer
+// applies becomes readable and searchable at the reader.
+func TestReadPlaneOnAMirror(t *testing.T) {
+	base := t.TempDir()
+	remote := filepath.Join(base, "remote.git")
+	out, err := exec.Command("git", "init", "-q", "--bare", "--initial-branch=main", remote).CombinedOutput()
+	require.NoError(t, err, string(out))
+	writeDir, readDir := filepath.Join(base, "writer"), filepath.Join(base, "reader")
+	w := startBinary(t, writeDir, "--target=write", "--git-remote-url", remote, "--auto-approve-default")
+	r := startBinary(t, readDir, "--target=read", "--proposal-apply-addr", w.grpcAddr,
+		"--repo-mirror-url", remote, "--repo-mirror-poll", "50ms", "--auth-secret-file", filepath.Join(writeDir, "auth.secret"))
+	d := &deployment{httpAddr: r.httpAddr, dataDir: writeDir}
+	svc := token(t, d, auth.RoleService)
+
+	code, resp := jsonCall(t, d, "POST", "/memory/mirrored/propose", `{"runId":"run_m1",
+	  "updates":[{"file":"snapshot.md","operation":"replace","content":"# Snapshot: mirrored\n\nFollows a remote.\n"},
+	             {"file":"facts.md","operation":"append","section":"Ops","content":"- The mirror fetches every fifty milliseconds"}]}`, svc)
+	require.Equal(t, http.StatusOK, code, resp)
+	require.Eventually(t, func() bool {
+		code, res := jsonCall(t, d, "GET", "/memory/mirrored/read?mode=wide", "", svc)
+		return code == http.StatusOK && strings.Contains(fmt.Sprint(res["content"]), "fifty milliseconds")
+	}, 30*time.Second, 50*time.Millisecond, "the reader sees the writer's commit through the mirror")
+	require.Eventually(t, func() bool {
+		_, res := jsonCall(t, d, "GET", "/memory/search?q=mirror+fetches&agent_id=mirrored", "", svc)
+		hits, _ := res["results"].([]any)
+		return len(hits) > 0
+	}, 30*time.Second, 50*time.Millisecond, "and search indexes it")
+	_, err = os.Stat(filepath.Join(readDir, "memory.git"))
+	require.True(t, os.IsNotExist(err), "the reader never creates a canonical repository")
+}

@@ -111,6 +111,10 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
+// CloseStreams ends every WatchCommits stream (subscribers resume with
+// from_sha), so a graceful stop does not wait on followers until its deadline.
+func (s *Service) CloseStreams() { s.hub.closeAll() }
+
 // Stop finishes the applies under way (each is one commit; none is cut in
 // half), then stops the stream and the pusher.
 func (s *Service) Stop() {

@@ -31,9 +31,10 @@ type hub struct {
 
 	kick chan struct{}
 
-	mu   sync.Mutex
-	last plumbing.Hash
-	subs map[*subscriber]struct{}
+	mu     sync.Mutex
+	last   plumbing.Hash
+	subs   map[*subscriber]struct{}
+	closed bool // shutting down: no new subscribers
 }
 
 type subscriber struct {
@@ -128,6 +129,7 @@ func (h *hub) advance(ctx context.Context) error {
 func (h *hub) closeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closed = true
 	for s := range h.subs {
 		close(s.ch)
 		delete(h.subs, s)
@@ -140,6 +142,10 @@ func (h *hub) closeAll() {
 func (h *hub) subscribe(ctx context.Context, fromSHA, agentID string) (*subscriber, []*memoryv1.CommitInfo, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return nil, nil, apierr.New(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE,
+			"the server is shutting down; resume with from_sha elsewhere or later", nil)
+	}
 	var replay []*memoryv1.CommitInfo
 	if fromSHA != "" {
 		from, err := h.repo.ResolveRevision(ctx, fromSHA)

@@ -56,6 +56,7 @@ type App struct {
 	searchIndex     *searchindex.Service
 	contextAssembly *contextassembly.Service
 	writerLock      *os.File
+	mirror          *memrepo.Mirror
 	signer          *auth.Signer
 
 	grpcSrv *grpcserver.Server
@@ -108,6 +109,9 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 	if err := a.setupGRPC(verifier); err != nil {
 		return nil, err
 	}
+	if cfg.Storage.MirrorURL != "" {
+		a.mirror = memrepo.NewMirror(cfg.Storage.MirrorURL, cfg.Storage.ReadRepoPath())
+	}
 	if mods.Has(ModuleSearchIndex) {
 		if err := a.setupSearchIndex(); err != nil {
 			return nil, err
@@ -154,10 +158,66 @@ func (a *App) setupWritePlane(ctx context.Context) error {
 	return err
 }
 
+// followMirror fetches the remote into the mirror until ctx ends: at once
+// for every commit on proposal-apply's stream (when this process knows where
+// it is), and every --repo-mirror-poll. The read services see each fetch on
+// their next read of main.
+func (a *App) followMirror(ctx context.Context) {
+	kick := make(chan struct{}, 1)
+	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
+		if conn, err := a.serviceConn("mirror", addr); err == nil {
+			go followCommits(ctx, memoryv1.NewProposalApplyServiceClient(conn), kick)
+		}
+	}
+	t := time.NewTicker(a.cfg.Storage.MirrorPoll)
+	defer t.Stop()
+	failing := false
+	for {
+		if err := a.mirror.Sync(ctx); err != nil && ctx.Err() == nil {
+			if !failing {
+				a.logger.Warn("mirror fetch failed; reads serve the last fetched state", "remote", redact(a.cfg.Storage.MirrorURL), "err", err)
+			}
+			failing = true
+		} else if failing {
+			a.logger.Info("mirror fetch works again", "remote", redact(a.cfg.Storage.MirrorURL))
+			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-kick:
+		}
+	}
+}
+
+// followCommits signals kick for every commit on the stream, reconnecting
+// with backoff; polling covers any gap.
+func followCommits(ctx context.Context, client memoryv1.ProposalApplyServiceClient, kick chan<- struct{}) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		stream, err := client.WatchCommits(ctx, &memoryv1.WatchCommitsRequest{})
+		for err == nil {
+			if _, err = stream.Recv(); err == nil {
+				backoff = 100 * time.Millisecond
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
 // setupContextAssembly builds context-assembly with its own service-token
 // client of search-index (query hints) and the object store (sources).
 func (a *App) setupContextAssembly(g *grpc.Server) error {
-	deps := contextassembly.Deps{RepoPath: a.cfg.Storage.RepoPath(), Logger: a.logger, TokenEncoding: a.cfg.ProposalApply.TokenEncoding}
+	deps := contextassembly.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Logger: a.logger, TokenEncoding: a.cfg.ProposalApply.TokenEncoding}
 	blobs, err := blob.NewFS(a.cfg.Storage.ObjectsPath())
 	if err != nil {
 		return fmt.Errorf("object store: %w", err)
@@ -208,7 +268,7 @@ func (a *App) setupSearchIndex() error {
 	if err != nil {
 		return fmt.Errorf("object store: %w", err)
 	}
-	deps := searchindex.Deps{RepoPath: cfg.Storage.RepoPath(), Blobs: blobs, Logger: a.logger}
+	deps := searchindex.Deps{RepoPath: cfg.Storage.ReadRepoPath(), Blobs: blobs, Logger: a.logger}
 	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
 		conn, err := a.serviceConn("search-index", addr)
 		if err != nil {
@@ -371,6 +431,9 @@ func (a *App) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if a.mirror != nil {
+		go a.followMirror(ctx)
+	}
 	if a.searchIndex != nil {
 		a.searchIndex.Start(ctx)
 	}
@@ -413,6 +476,9 @@ func (a *App) closeResources(ctx context.Context) {
 	}
 	if a.contextAssembly != nil {
 		a.contextAssembly.Stop() // last usage report while proposal-apply still serves
+	}
+	if a.proposalApply != nil {
+		a.proposalApply.CloseStreams() // followers in other processes resume elsewhere
 	}
 	done := make(chan struct{})
 	go func() {

@@ -40,15 +40,30 @@ type Config struct {
 // StorageConfig says where the embedded default keeps its state.
 type StorageConfig struct {
 	DataDir string
+	// MirrorURL, for a read plane on another host than the writer: keep a
+	// read-only mirror of this remote instead of opening memory.git.
+	MirrorURL  string
+	MirrorPoll time.Duration
 }
 
 // RegisterFlags adds the storage flags.
 func (c *StorageConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory of the embedded default: memory.git, objects/, auth.secret")
+	fs.StringVar(&c.MirrorURL, "repo-mirror-url", "", "read targets only: follow this remote in <data-dir>/mirror.git instead of opening <data-dir>/memory.git")
+	fs.DurationVar(&c.MirrorPoll, "repo-mirror-poll", time.Second, "how often the mirror fetches from --repo-mirror-url")
 }
 
 // RepoPath is the canonical bare repository.
 func (c *StorageConfig) RepoPath() string { return filepath.Join(c.DataDir, "memory.git") }
+
+// ReadRepoPath is the repository the read services open: the canonical one,
+// or the mirror when --repo-mirror-url is set.
+func (c *StorageConfig) ReadRepoPath() string {
+	if c.MirrorURL != "" {
+		return filepath.Join(c.DataDir, "mirror.git")
+	}
+	return c.RepoPath()
+}
 
 // ObjectsPath is the local object-store folder.
 func (c *StorageConfig) ObjectsPath() string { return filepath.Join(c.DataDir, "objects") }
@@ -171,6 +186,12 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Server.Validate(); err != nil {
 		return err
+	}
+	if c.Storage.MirrorURL != "" && mods.Has(ModuleProposalApply) {
+		return fmt.Errorf("--repo-mirror-url is for read targets; proposal-apply owns the canonical repository")
+	}
+	if c.Storage.MirrorPoll <= 0 {
+		return errors.New("--repo-mirror-poll must be positive")
 	}
 	if mods.Has(ModuleProposalApply) {
 		if err := c.ProposalApply.Validate(); err != nil {
