@@ -7,9 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -48,8 +46,7 @@ type Service struct {
 	logger  *slog.Logger
 	counter *tokens.Counter
 
-	repoMu sync.Mutex
-	repo   *memrepo.Repo
+	repo *memrepo.Lazy
 
 	// countCache memoises token counts by content hash: memory files are
 	// read far more often than they change.
@@ -71,7 +68,7 @@ func New(d Deps) (*Service, error) {
 		return nil, err
 	}
 	logger := d.Logger.With("service", "context-assembly")
-	return &Service{deps: d, logger: logger, counter: counter, countCache: map[[32]byte]int{},
+	return &Service{deps: d, logger: logger, counter: counter, countCache: map[[32]byte]int{}, repo: memrepo.NewLazy(d.RepoPath),
 		usage: newUsage(d.Usage, logger)}, nil
 }
 
@@ -113,23 +110,8 @@ func (s *Service) count(text string) int {
 	return n
 }
 
-// openRepo opens the repository once it exists (the write plane creates it).
-func (s *Service) openRepo() (*memrepo.Repo, error) {
-	s.repoMu.Lock()
-	defer s.repoMu.Unlock()
-	if s.repo != nil {
-		return s.repo, nil
-	}
-	if _, err := os.Stat(s.deps.RepoPath); err != nil {
-		return nil, fmt.Errorf("memory repository not there yet: %w", err)
-	}
-	r, err := memrepo.Open(s.deps.RepoPath)
-	if err != nil {
-		return nil, err
-	}
-	s.repo = r
-	return r, nil
-}
+// openRepo opens the repository once it exists.
+func (s *Service) openRepo() (*memrepo.Repo, error) { return s.repo.Get() }
 
 // errRevision is returned when `at` names no commit.
 var errRevision = errors.New("revision not found")

@@ -6,9 +6,7 @@ package searchindex
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +16,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/commitfeed"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/searchindex"
 )
@@ -42,8 +41,7 @@ type Service struct {
 	deps   Deps
 	logger *slog.Logger
 
-	repoMu sync.Mutex
-	repo   *memrepo.Repo
+	repo *memrepo.Lazy
 
 	index *searchindex.Index
 	// syncMu orders catch-ups, source passes and the rebuild switch.
@@ -65,7 +63,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, deps: d, logger: d.Logger.With("service", "search-index"), index: ix, kick: make(chan struct{}, 1)}, nil
+	return &Service{cfg: cfg, deps: d, logger: d.Logger.With("service", "search-index"), index: ix, kick: make(chan struct{}, 1),
+		repo: memrepo.NewLazy(d.RepoPath)}, nil
 }
 
 // Register adds the service's gRPC handlers to g.
@@ -79,7 +78,7 @@ func (s *Service) Start(ctx context.Context) {
 	s.ctx = ctx
 	s.bg.Go(func() { s.syncLoop(ctx) })
 	if s.deps.Commits != nil {
-		s.bg.Go(func() { s.follow(ctx) })
+		s.bg.Go(func() { commitfeed.Follow(ctx, s.deps.Commits, s.notify) })
 	}
 	s.notify()
 }
@@ -106,24 +105,8 @@ func (s *Service) notify() {
 	}
 }
 
-// openRepo opens the repository once it exists: on a fresh deployment the
-// write plane creates it, possibly after this process started.
-func (s *Service) openRepo() (*memrepo.Repo, error) {
-	s.repoMu.Lock()
-	defer s.repoMu.Unlock()
-	if s.repo != nil {
-		return s.repo, nil
-	}
-	if _, err := os.Stat(s.deps.RepoPath); err != nil {
-		return nil, fmt.Errorf("memory repository not there yet: %w", err)
-	}
-	r, err := memrepo.Open(s.deps.RepoPath)
-	if err != nil {
-		return nil, err
-	}
-	s.repo = r
-	return r, nil
-}
+// openRepo opens the repository once it exists.
+func (s *Service) openRepo() (*memrepo.Repo, error) { return s.repo.Get() }
 
 // syncLoop catches up on every kick and every poll, and re-lists sources.
 func (s *Service) syncLoop(ctx context.Context) {
@@ -197,36 +180,6 @@ func (s *Service) syncSources(ctx context.Context) {
 	}
 	if n > 0 {
 		s.logger.Info("indexed sources", "changed", n)
-	}
-}
-
-// follow subscribes to proposal-apply's commit stream and kicks a catch-up
-// for every commit; on errors it reconnects with backoff (polling covers
-// the gap).
-func (s *Service) follow(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		stream, err := s.deps.Commits.WatchCommits(ctx, &memoryv1.WatchCommitsRequest{})
-		if err == nil {
-			s.notify() // anything committed before the stream was set up
-			for {
-				if _, err = stream.Recv(); err != nil {
-					break
-				}
-				backoff = 100 * time.Millisecond
-				s.notify()
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.logger.Debug("commit stream ended; reconnecting", "in", backoff.String(), "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 

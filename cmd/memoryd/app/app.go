@@ -22,6 +22,7 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/commitfeed"
 	"github.com/garden-bloom/memory/pkg/grpcserver"
 	"github.com/garden-bloom/memory/pkg/healthcheck"
 	"github.com/garden-bloom/memory/pkg/memrepo"
@@ -166,7 +167,12 @@ func (a *App) followMirror(ctx context.Context) {
 	kick := make(chan struct{}, 1)
 	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
 		if conn, err := a.serviceConn("mirror", addr); err == nil {
-			go followCommits(ctx, memoryv1.NewProposalApplyServiceClient(conn), kick)
+			go commitfeed.Follow(ctx, memoryv1.NewProposalApplyServiceClient(conn), func() {
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			})
 		}
 	}
 	t := time.NewTicker(a.cfg.Storage.MirrorPoll)
@@ -188,29 +194,6 @@ func (a *App) followMirror(ctx context.Context) {
 		case <-t.C:
 		case <-kick:
 		}
-	}
-}
-
-// followCommits signals kick for every commit on the stream, reconnecting
-// with backoff; polling covers any gap.
-func followCommits(ctx context.Context, client memoryv1.ProposalApplyServiceClient, kick chan<- struct{}) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		stream, err := client.WatchCommits(ctx, &memoryv1.WatchCommitsRequest{})
-		for err == nil {
-			if _, err = stream.Recv(); err == nil {
-				backoff = 100 * time.Millisecond
-				select {
-				case kick <- struct{}{}:
-				default:
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 

@@ -1,0 +1,37 @@
+package memrepo
+
+import (
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Lazy opens a repository on first use once it exists: on a fresh deployment
+// the write plane (or the mirror) creates it, possibly after a read service
+// started.
+type Lazy struct {
+	path string
+	mu   sync.Mutex
+	repo *Repo
+}
+
+// NewLazy returns a Lazy for path.
+func NewLazy(path string) *Lazy { return &Lazy{path: path} }
+
+// Get opens the repository, or returns it when already open.
+func (l *Lazy) Get() (*Repo, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.repo != nil {
+		return l.repo, nil
+	}
+	if _, err := os.Stat(l.path); err != nil {
+		return nil, fmt.Errorf("memory repository not there yet: %w", err)
+	}
+	r, err := Open(l.path)
+	if err != nil {
+		return nil, err
+	}
+	l.repo = r
+	return r, nil
+}
