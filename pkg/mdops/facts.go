@@ -31,22 +31,9 @@ func ParseFacts(md string) []Fact {
 // editing functions and the parser agree on line numbers.
 func parseFacts(d *doc) []Fact {
 	var out []Fact
-	section := ""
-	for i, l := range d.lines {
-		if lvl, text, ok := d.heading(i); ok {
-			switch lvl {
-			case 1:
-				section = ""
-			case 2:
-				section = text
-			}
-			continue
-		}
-		if d.fence[i] {
-			continue
-		}
-		if t, ok := bulletText(l); ok && t != "" {
-			out = append(out, Fact{Section: section, Text: t, Line: i + 1})
+	for i, l := range d.bodyLines {
+		if t, ok := bulletText(l.text); ok && t != "" {
+			out = append(out, Fact{Section: l.section, Text: t, Line: i + 1})
 		}
 	}
 	return out

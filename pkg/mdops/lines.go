@@ -289,3 +289,30 @@ func bulletText(line string) (string, bool) {
 	}
 	return strings.TrimSpace(line[2:]), true
 }
+
+// bodyLine is a line of a sectioned file with the section it is in.
+type bodyLine struct{ text, section string }
+
+// bodyLines yields each line that is neither a heading nor inside fenced
+// code, with the "## " section it belongs to ("" before the first, and after
+// a "# " title resets it) — the walk every parser of sectioned files shares.
+func (d *doc) bodyLines(yield func(i int, l bodyLine) bool) {
+	section := ""
+	for i, l := range d.lines {
+		if lvl, text, ok := d.heading(i); ok {
+			switch lvl {
+			case 1:
+				section = ""
+			case 2:
+				section = text
+			}
+			continue
+		}
+		if d.fence[i] {
+			continue
+		}
+		if !yield(i, bodyLine{text: l, section: section}) {
+			return
+		}
+	}
+}

@@ -96,27 +96,14 @@ func ParseLoops(md string) []Loop {
 // parseLoops is ParseLoops on a parsed document.
 func parseLoops(d *doc) []Loop {
 	var out []Loop
-	section := ""
-	for i, l := range d.lines {
-		if lvl, text, ok := d.heading(i); ok {
-			switch lvl {
-			case 1:
-				section = ""
-			case 2:
-				section = text
-			}
-			continue
-		}
-		if d.fence[i] {
-			continue
-		}
-		m := loopLineRe.FindStringSubmatch(l)
+	for i, l := range d.bodyLines {
+		m := loopLineRe.FindStringSubmatch(l.text)
 		if m == nil {
 			continue
 		}
 		lp := parseLoopBody(m[2])
 		lp.Closed = m[1] != " "
-		lp.Section = section
+		lp.Section = l.section
 		lp.Line = i + 1
 		out = append(out, lp)
 	}
