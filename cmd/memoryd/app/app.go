@@ -58,6 +58,7 @@ type App struct {
 	contextAssembly *contextassembly.Service
 	writerLock      *os.File
 	mirror          *memrepo.Mirror
+	mirrorFeed      memoryv1.ProposalApplyServiceClient
 	signer          *auth.Signer
 
 	grpcSrv *grpcserver.Server
@@ -112,6 +113,13 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 	}
 	if cfg.Storage.MirrorURL != "" {
 		a.mirror = memrepo.NewMirror(cfg.Storage.MirrorURL, cfg.Storage.ReadRepoPath())
+		if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
+			conn, err := a.serviceConn("mirror", addr) // dialled now: a.conns is not touched once serving
+			if err != nil {
+				return nil, err
+			}
+			a.mirrorFeed = memoryv1.NewProposalApplyServiceClient(conn)
+		}
 	}
 	if mods.Has(ModuleSearchIndex) {
 		if err := a.setupSearchIndex(); err != nil {
@@ -165,15 +173,13 @@ func (a *App) setupWritePlane(ctx context.Context) error {
 // their next read of main.
 func (a *App) followMirror(ctx context.Context) {
 	kick := make(chan struct{}, 1)
-	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
-		if conn, err := a.serviceConn("mirror", addr); err == nil {
-			go commitfeed.Follow(ctx, memoryv1.NewProposalApplyServiceClient(conn), func() {
-				select {
-				case kick <- struct{}{}:
-				default:
-				}
-			})
-		}
+	if a.mirrorFeed != nil {
+		go commitfeed.Follow(ctx, a.mirrorFeed, func() {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		})
 	}
 	t := time.NewTicker(a.cfg.Storage.MirrorPoll)
 	defer t.Stop()
