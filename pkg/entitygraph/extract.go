@@ -1,0 +1,307 @@
+package entitygraph
+
+import (
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/garden-bloom/memory/pkg/mdops"
+)
+
+// Entity types.
+const (
+	TypeAgent    = "agent"
+	TypeConcept  = "concept"
+	TypeArtifact = "artifact"
+	TypeDecision = "decision"
+	TypePerson   = "person"
+	TypeProject  = "project"
+)
+
+// Relations.
+const (
+	RelMentions  = "mentions"
+	RelRefersTo  = "refers_to"
+	RelDecidedBy = "decided_by"
+	RelRelatesTo = "relates_to"
+)
+
+// Mention is one thing Extract found in a file.
+//
+// With Target == "" it only declares an entity (EntityID, Label, Type) seen
+// at Line. With Target != "" it is also an edge EntityID —Relation→ Target;
+// Label and Type then describe EntityID, and Target is declared by another
+// mention of the same result. The Graph builds nodes and edges from these
+// alone, so Extract is the single place where the rules live.
+type Mention struct {
+	EntityID string
+	Label    string
+	// Type is one of the Type* constants.
+	Type string
+	// Relation is one of the Rel* constants.
+	Relation string
+	// Target is the other end's entity id, or "" for a declaration.
+	Target string
+	// Line is 1-based (0 for mentions that come from a commit message).
+	Line int
+}
+
+// typePrefixes are the wiki-link prefixes that set an entity's type.
+// "decision:" is deliberately absent: decision ids are derived from
+// decisions.md (date + title), and a hand-written link could not reproduce
+// them reliably.
+var typePrefixes = map[string]bool{
+	TypeAgent: true, TypeConcept: true, TypeArtifact: true, TypePerson: true, TypeProject: true,
+}
+
+// wikiRe matches [[Target]] and [[Target|shown text]].
+var wikiRe = regexp.MustCompile(`\[\[([^\[\]|\n]+)(?:\|[^\[\]\n]*)?\]\]`)
+
+// link is a parsed wiki link.
+type link struct{ id, label, typ string }
+
+// parseLink parses the target part of a wiki link (or an Entity-Refs item).
+func parseLink(raw string) (link, bool) {
+	t := strings.TrimSpace(raw)
+	typ := TypeConcept
+	if i := strings.IndexByte(t, ':'); i > 0 {
+		if p := strings.ToLower(strings.TrimSpace(t[:i])); typePrefixes[p] {
+			typ = p
+			t = strings.TrimSpace(t[i+1:])
+		}
+	}
+	id := Slug(t)
+	if id == "" {
+		return link{}, false
+	}
+	return link{id: id, label: t, typ: typ}, true
+}
+
+// linksIn returns the wiki links of s in order.
+func linksIn(s string) []link {
+	var out []link
+	for _, m := range wikiRe.FindAllStringSubmatch(s, -1) {
+		if l, ok := parseLink(m[1]); ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// lineLinks are the links found on one line.
+type lineLinks struct {
+	line  int
+	links []link
+}
+
+// scanLinks returns the wiki links per line (1-based, mdops.Lines numbering
+// so it agrees with mdops.ParseFacts), skipping fenced code blocks: code
+// samples are not claims about entities.
+func scanLinks(content string) []lineLinks {
+	var out []lineLinks
+	var fence string
+	for i, l := range mdops.Lines(content) {
+		t := strings.TrimLeft(l, " ")
+		if len(l)-len(t) <= 3 && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")) {
+			switch {
+			case fence == "":
+				fence = t[:3]
+			case strings.HasPrefix(t, fence):
+				fence = ""
+			}
+			continue
+		}
+		if fence != "" {
+			continue
+		}
+		if ls := linksIn(l); len(ls) > 0 {
+			out = append(out, lineLinks{line: i + 1, links: ls})
+		}
+	}
+	return out
+}
+
+// agentOf returns the agent folder of a memory/<agent>/… path: its id
+// (Slug of the folder name), the folder name, and the path inside it.
+func agentOf(p string) (id, name, rest string) {
+	parts := strings.SplitN(p, "/", 3)
+	if len(parts) < 3 || parts[0] != "memory" {
+		return "", "", ""
+	}
+	return Slug(parts[1]), parts[1], parts[2]
+}
+
+// cleanPath normalises a repository path to slash form without "./".
+func cleanPath(p string) string {
+	return strings.TrimPrefix(path.Clean(strings.ReplaceAll(p, "\\", "/")), "/")
+}
+
+// isMarkdown reports whether p is a Markdown file; memory is Markdown only,
+// anything else (blobs, JSON) carries no entity claims.
+func isMarkdown(p string) bool {
+	return strings.EqualFold(path.Ext(p), ".md")
+}
+
+// Extract returns the mentions in the file at path (a repository path such
+// as "memory/curator/facts.md") with the given content, ordered by line.
+// Non-Markdown files yield nil. The rules are listed in the package comment.
+func Extract(p, content string) []Mention {
+	p = cleanPath(p)
+	if !isMarkdown(p) {
+		return nil
+	}
+	agentID, agentName, rest := agentOf(p)
+	lines := scanLinks(content)
+
+	var out []Mention
+	for _, ll := range lines {
+		for _, l := range ll.links {
+			out = append(out, Mention{EntityID: l.id, Label: l.label, Type: l.typ, Relation: RelRefersTo, Line: ll.line})
+		}
+	}
+	if agentID != "" {
+		switch rest {
+		case "facts.md":
+			out = append(out, factPairs(content, lines)...)
+		case "decisions.md":
+			out = append(out, decisionMentions(content, agentID, lines)...)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+
+	if agentID != "" {
+		// The agent mentions everything in its own folder. Built after
+		// the sort so each agent edge follows the mentions of its line.
+		var withAgent []Mention
+		for i := 0; i < len(out); {
+			j := i
+			for j < len(out) && out[j].Line == out[i].Line {
+				j++
+			}
+			withAgent = append(withAgent, out[i:j]...)
+			for _, m := range out[i:j] {
+				// Only where the file names an entity (a link or a
+				// decision heading): relates_to and a decision's
+				// refers_to join entities already named on that line.
+				named := m.Target == "" || m.Relation == RelDecidedBy
+				if named && m.EntityID != agentID {
+					withAgent = append(withAgent, Mention{EntityID: agentID, Label: agentName, Type: TypeAgent, Relation: RelMentions, Target: m.EntityID, Line: m.Line})
+				}
+			}
+			i = j
+		}
+		out = withAgent
+	}
+	return dedupe(out)
+}
+
+// factPairs returns relates_to mentions between the distinct entities
+// linked on one fact bullet line, each unordered pair once with
+// EntityID < Target.
+func factPairs(content string, lines []lineLinks) []Mention {
+	byLine := map[int][]link{}
+	for _, ll := range lines {
+		byLine[ll.line] = ll.links
+	}
+	var out []Mention
+	for _, f := range mdops.ParseFacts(content) {
+		var ls []link
+		seen := map[string]bool{}
+		for _, l := range byLine[f.Line] {
+			if !seen[l.id] {
+				seen[l.id] = true
+				ls = append(ls, l)
+			}
+		}
+		for i := range ls {
+			for j := i + 1; j < len(ls); j++ {
+				a, b := ls[i], ls[j]
+				if b.id < a.id {
+					a, b = b, a
+				}
+				out = append(out, Mention{EntityID: a.id, Label: a.label, Type: a.typ, Relation: RelRelatesTo, Target: b.id, Line: f.Line})
+			}
+		}
+	}
+	return out
+}
+
+// decisionHeadRe matches a decisions.md entry heading, as mdops does.
+var decisionHeadRe = regexp.MustCompile(`^ {0,3}## +([0-9]{4}-[0-9]{2}-[0-9]{2}) +[—–-] +(.+?)[ \t]*$`)
+
+// decisionMentions returns, for each decision, its decided_by mention and
+// refers_to mentions for the wiki links in its fields.
+func decisionMentions(content, agentID string, lines []lineLinks) []Mention {
+	src := mdops.Lines(content)
+	var out []Mention
+	cursor := 0
+	for _, d := range mdops.ParseDecisions(content) {
+		date := d.Date.UTC().Format("2006-01-02")
+		// Locate the entry (heading line, section end) for line numbers;
+		// ParseDecisions has none. Entries come in file order, so a
+		// forward cursor keeps duplicates apart.
+		start, end := 0, len(src)
+		for i := cursor; i < len(src); i++ {
+			if m := decisionHeadRe.FindStringSubmatch(src[i]); m != nil && m[1] == date && strings.TrimSpace(m[2]) == d.Title {
+				start = i + 1
+				cursor = i + 1
+				break
+			}
+		}
+		if start > 0 {
+			for i := start; i < len(src); i++ {
+				if strings.HasPrefix(strings.TrimLeft(src[i], " "), "## ") {
+					end = i
+					break
+				}
+			}
+		}
+		// "decision " + date + " " + title slugs to "decision-" +
+		// Slug(date+" "+title) while keeping the id within Slug's limit,
+		// so Slug(id) == id.
+		id := Slug("decision " + date + " " + d.Title)
+		out = append(out, Mention{EntityID: id, Label: d.Title, Type: TypeDecision, Relation: RelDecidedBy, Target: agentID, Line: start})
+		fields := strings.Join([]string{d.Title, d.Status, d.Context, d.Decision, d.Rationale, d.Consequences}, "\n")
+		seen := map[string]bool{}
+		for _, l := range linksIn(fields) {
+			if seen[l.id] || l.id == id {
+				continue
+			}
+			seen[l.id] = true
+			out = append(out, Mention{EntityID: id, Label: d.Title, Type: TypeDecision, Relation: RelRefersTo, Target: l.id, Line: linkLine(lines, l.id, start, end)})
+		}
+	}
+	return out
+}
+
+// linkLine is the first line in [start, end] holding a link to id, or start.
+func linkLine(lines []lineLinks, id string, start, end int) int {
+	for _, ll := range lines {
+		if ll.line < start || ll.line > end {
+			continue
+		}
+		for _, l := range ll.links {
+			if l.id == id {
+				return ll.line
+			}
+		}
+	}
+	return start
+}
+
+// dedupe drops exact repeats, keeping the first.
+func dedupe(ms []Mention) []Mention {
+	seen := map[Mention]bool{}
+	out := ms[:0]
+	for _, m := range ms {
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

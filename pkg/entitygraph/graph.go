@@ -1,0 +1,614 @@
+package entitygraph
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/garden-bloom/memory/pkg/mdops"
+)
+
+// Commit is one git commit as the graph needs it.
+type Commit struct {
+	Sha  string
+	Time time.Time
+	// Files maps each path the commit changed to its new content; nil
+	// means the file was deleted.
+	Files map[string]*string
+	// EntityRefs are the commit message's Entity-Refs (commitmsg.Update).
+	EntityRefs []string
+	// AgentID and ProposalID come from the commit message too.
+	AgentID    string
+	ProposalID string
+}
+
+// Evidence is one source of an edge: a file (or "commit:<sha>" for
+// Entity-Refs), the commit that introduced the claim in that source, and
+// its latest line there (0 for commit messages).
+type Evidence struct {
+	File, Commit string
+	Line         int
+}
+
+// Edge is one validity interval of a relation. ValidTo is zero while the
+// edge still holds. The same (From, To, Relation) can have several
+// intervals if it is removed and added again.
+type Edge struct {
+	From, To, Relation string
+	ValidFrom, ValidTo time.Time
+	// Evidence lists every source that supported the edge during this
+	// interval, sorted by file.
+	Evidence []Evidence
+}
+
+// Node is an entity.
+type Node struct {
+	ID, Type, Label string
+	// Aliases are the other distinct labels seen, sorted.
+	Aliases []string
+	// Refs are the sources mentioning the node now, sorted.
+	Refs []string
+	// LastUpdated is the time of the last commit that changed the node's
+	// refs, type or aliases or opened/closed one of its edges.
+	LastUpdated time.Time
+}
+
+// FactChange is a facts.md bullet linking an entity that a commit added or
+// removed.
+type FactChange struct {
+	EntityID string
+	// Change is "added" or "removed".
+	Change        string
+	File, Section string
+	Text          string
+	// Line is the bullet's line in the new file (added) or old file
+	// (removed).
+	Line       int
+	Commit     string
+	Time       time.Time
+	ProposalID string
+}
+
+// NodeFilter selects nodes for Nodes. Zero fields match everything.
+type NodeFilter struct {
+	// Type keeps nodes of this type.
+	Type string
+	// Query keeps nodes whose id, label or an alias contains Slug(Query).
+	Query string
+	// At keeps nodes first seen at or before At.
+	At time.Time
+}
+
+type edgeKey struct{ from, to, rel string }
+
+type decl struct{ id, label, typ string }
+
+type fact struct {
+	section, text string
+	line          int
+	ids           []string
+}
+
+// fileState is what one source currently contributes.
+type fileState struct {
+	decls []decl
+	nodes map[string]bool
+	edges map[edgeKey]int // first line
+	facts []fact
+}
+
+type edgeState struct {
+	closed []Edge
+	open   bool
+	from   time.Time
+	live   map[string]Evidence // sources supporting the edge now
+	ivEv   map[string]Evidence // all sources of the current interval
+}
+
+type nodeState struct {
+	id, typ, label string
+	labelSet       bool
+	aliases        map[string]bool
+	refs           map[string]bool
+	firstSeen      time.Time
+	updated        time.Time
+}
+
+// Graph is an in-memory temporal entity graph built from commits. It is not
+// safe for concurrent use: build it single-threaded, then query (queries do
+// not mutate).
+type Graph struct {
+	nodes   map[string]*nodeState
+	edges   map[edgeKey]*edgeState
+	files   map[string]*fileState
+	history map[string][]FactChange
+}
+
+// New returns an empty graph.
+func New() *Graph {
+	return &Graph{
+		nodes:   map[string]*nodeState{},
+		edges:   map[edgeKey]*edgeState{},
+		files:   map[string]*fileState{},
+		history: map[string][]FactChange{},
+	}
+}
+
+// ApplyCommit applies c on top of the graph. Commits must be applied in
+// history order (parents first) with non-decreasing times; the graph does
+// not reorder them.
+//
+// Every changed file's contribution is recomputed with Extract and the
+// whole commit is diffed at once, so an edge that moves from one file to
+// another in the same commit stays open with its ValidFrom. Entity-Refs
+// become refers_to edges agent → ref with source "commit:<sha>"; a commit
+// is immutable history, so these never close. Re-applying a commit with the
+// same contents changes nothing.
+func (g *Graph) ApplyCommit(c Commit) {
+	t := c.Time.UTC()
+	type change struct {
+		src      string
+		old, new *fileState
+	}
+	var changes []change
+	paths := make([]string, 0, len(c.Files))
+	for p := range c.Files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, raw := range paths {
+		p := cleanPath(raw)
+		var nf *fileState
+		if content := c.Files[raw]; content != nil {
+			nf = derive(p, *content)
+		}
+		changes = append(changes, change{p, g.files[p], nf})
+	}
+	if agent := Slug(c.AgentID); agent != "" && len(c.EntityRefs) > 0 {
+		var ms []Mention
+		for _, r := range c.EntityRefs {
+			if l, ok := parseLink(r); ok && l.id != agent {
+				ms = append(ms,
+					Mention{EntityID: l.id, Label: l.label, Type: l.typ, Relation: RelRefersTo},
+					Mention{EntityID: agent, Label: c.AgentID, Type: TypeAgent, Relation: RelRefersTo, Target: l.id})
+			}
+		}
+		if len(ms) > 0 {
+			src := "commit:" + c.Sha
+			changes = append(changes, change{src, g.files[src], fromMentions(ms)})
+		}
+	}
+
+	wasOpen := map[edgeKey]bool{}
+	for _, ch := range changes {
+		old, nf := ch.old, ch.new
+		if old == nil {
+			old = &fileState{}
+		}
+		if nf == nil {
+			nf = &fileState{}
+		}
+		for _, d := range nf.decls {
+			g.declare(d, t)
+		}
+		for id := range old.nodes {
+			if !nf.nodes[id] {
+				n := g.nodes[id]
+				delete(n.refs, ch.src)
+				n.updated = t
+			}
+		}
+		for id := range nf.nodes {
+			if !old.nodes[id] {
+				n := g.node(id, t)
+				n.refs[ch.src] = true
+				n.updated = t
+			}
+		}
+		for k := range old.edges {
+			if _, ok := nf.edges[k]; !ok {
+				es := g.edges[k]
+				if _, seen := wasOpen[k]; !seen {
+					wasOpen[k] = es.open
+				}
+				delete(es.live, ch.src)
+			}
+		}
+		for k, line := range nf.edges {
+			es := g.edges[k]
+			if es == nil {
+				es = &edgeState{live: map[string]Evidence{}, ivEv: map[string]Evidence{}}
+				g.edges[k] = es
+			}
+			if _, seen := wasOpen[k]; !seen {
+				wasOpen[k] = es.open
+			}
+			ev, had := es.live[ch.src]
+			if had {
+				ev.Line = line
+			} else {
+				ev = Evidence{File: ch.src, Commit: c.Sha, Line: line}
+			}
+			es.live[ch.src] = ev
+			es.ivEv[ch.src] = ev
+		}
+		g.diffFacts(ch.src, old.facts, nf.facts, c, t)
+		if ch.new == nil {
+			delete(g.files, ch.src)
+		} else {
+			g.files[ch.src] = ch.new
+		}
+	}
+
+	keys := make([]edgeKey, 0, len(wasOpen))
+	for k := range wasOpen {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
+	for _, k := range keys {
+		es := g.edges[k]
+		now := len(es.live) > 0
+		switch {
+		case wasOpen[k] && !now:
+			e := es.current(k)
+			e.ValidTo = t
+			es.closed = append(es.closed, e)
+			es.open = false
+			es.ivEv = map[string]Evidence{}
+		case !wasOpen[k] && now:
+			es.open = true
+			es.from = t
+			// Only the sources live now belong to the new interval.
+			es.ivEv = map[string]Evidence{}
+			for s, ev := range es.live {
+				es.ivEv[s] = ev
+			}
+		default:
+			continue
+		}
+		g.node(k.from, t).updated = t
+		g.node(k.to, t).updated = t
+	}
+}
+
+// derive computes a source's contribution.
+func derive(p, content string) *fileState {
+	fs := fromMentions(Extract(p, content))
+	if agent, _, rest := agentOf(p); agent != "" && rest == "facts.md" {
+		for _, f := range mdops.ParseFacts(content) {
+			var ids []string
+			seen := map[string]bool{}
+			for _, l := range linksIn(f.Text) {
+				if !seen[l.id] {
+					seen[l.id] = true
+					ids = append(ids, l.id)
+				}
+			}
+			if len(ids) > 0 {
+				fs.facts = append(fs.facts, fact{section: f.Section, text: f.Text, line: f.Line, ids: ids})
+			}
+		}
+	}
+	return fs
+}
+
+// fromMentions turns mentions into a source contribution.
+func fromMentions(ms []Mention) *fileState {
+	fs := &fileState{nodes: map[string]bool{}, edges: map[edgeKey]int{}}
+	for _, m := range ms {
+		fs.decls = append(fs.decls, decl{m.EntityID, m.Label, m.Type})
+		fs.nodes[m.EntityID] = true
+		if m.Target == "" {
+			continue
+		}
+		fs.nodes[m.Target] = true
+		k := edgeKey{m.EntityID, m.Target, m.Relation}
+		if l, ok := fs.edges[k]; !ok || m.Line < l {
+			fs.edges[k] = m.Line
+		}
+	}
+	return fs
+}
+
+// node returns the node id, creating a placeholder if needed (a target
+// nobody declared; the first real declaration then sets its label).
+func (g *Graph) node(id string, t time.Time) *nodeState {
+	n := g.nodes[id]
+	if n == nil {
+		n = &nodeState{id: id, typ: TypeConcept, label: id, aliases: map[string]bool{}, refs: map[string]bool{}, firstSeen: t, updated: t}
+		g.nodes[id] = n
+	}
+	return n
+}
+
+// declare applies a declaration: the first label wins and later distinct
+// labels become aliases; the default type "concept" is upgraded by the first
+// explicit type, but an explicit type is never changed, so the result does
+// not depend on which file mentions an entity last.
+func (g *Graph) declare(d decl, t time.Time) {
+	n := g.node(d.id, t)
+	switch {
+	case !n.labelSet:
+		n.label, n.labelSet = d.label, true
+		n.updated = t
+	case d.label != n.label && !n.aliases[d.label]:
+		n.aliases[d.label] = true
+		n.updated = t
+	}
+	if n.typ == TypeConcept && d.typ != TypeConcept {
+		n.typ = d.typ
+		n.updated = t
+	}
+}
+
+// diffFacts records added/removed facts (by text, as a multiset, so moving
+// a fact between sections or lines is not a change).
+func (g *Graph) diffFacts(src string, old, nf []fact, c Commit, t time.Time) {
+	if len(old) == 0 && len(nf) == 0 {
+		return
+	}
+	count := func(fs []fact) map[string]int {
+		m := map[string]int{}
+		for _, f := range fs {
+			m[f.text]++
+		}
+		return m
+	}
+	rec := func(f fact, kind string) {
+		for _, id := range f.ids {
+			g.history[id] = append(g.history[id], FactChange{
+				EntityID: id, Change: kind, File: src, Section: f.section, Text: f.text, Line: f.line,
+				Commit: c.Sha, Time: t, ProposalID: c.ProposalID,
+			})
+		}
+	}
+	inNew := count(nf)
+	for _, f := range old {
+		if inNew[f.text] > 0 {
+			inNew[f.text]--
+		} else {
+			rec(f, "removed")
+		}
+	}
+	inOld := count(old)
+	for _, f := range nf {
+		if inOld[f.text] > 0 {
+			inOld[f.text]--
+		} else {
+			rec(f, "added")
+		}
+	}
+}
+
+// current is the open interval of es as an Edge.
+func (es *edgeState) current(k edgeKey) Edge {
+	return Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, Evidence: sortedEvidence(es.ivEv)}
+}
+
+func sortedEvidence(m map[string]Evidence) []Evidence {
+	out := make([]Evidence, 0, len(m))
+	for _, ev := range m {
+		out = append(out, ev)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+func lessKey(a, b edgeKey) bool {
+	if a.from != b.from {
+		return a.from < b.from
+	}
+	if a.to != b.to {
+		return a.to < b.to
+	}
+	return a.rel < b.rel
+}
+
+// visible reports whether e holds at t (zero t: now, i.e. still open).
+func visible(e Edge, t time.Time) bool {
+	if t.IsZero() {
+		return e.ValidTo.IsZero()
+	}
+	return !e.ValidFrom.After(t) && (e.ValidTo.IsZero() || e.ValidTo.After(t))
+}
+
+// allEdges returns every interval, sorted.
+func (g *Graph) allEdges() []Edge {
+	var out []Edge
+	for k, es := range g.edges {
+		out = append(out, es.closed...)
+		if es.open {
+			out = append(out, es.current(k))
+		}
+	}
+	sortEdges(out)
+	return out
+}
+
+func sortEdges(es []Edge) {
+	sort.Slice(es, func(i, j int) bool {
+		a, b := es[i], es[j]
+		if ka, kb := (edgeKey{a.From, a.To, a.Relation}), (edgeKey{b.From, b.To, b.Relation}); ka != kb {
+			return lessKey(ka, kb)
+		}
+		return a.ValidFrom.Before(b.ValidFrom)
+	})
+}
+
+func (n *nodeState) export() Node {
+	out := Node{ID: n.id, Type: n.typ, Label: n.label, LastUpdated: n.updated}
+	for a := range n.aliases {
+		out.Aliases = append(out.Aliases, a)
+	}
+	sort.Strings(out.Aliases)
+	for r := range n.refs {
+		out.Refs = append(out.Refs, r)
+	}
+	sort.Strings(out.Refs)
+	return out
+}
+
+// existsAt reports whether n was first seen at or before t (zero: now).
+func (n *nodeState) existsAt(t time.Time) bool {
+	return t.IsZero() || !n.firstSeen.After(t)
+}
+
+// Node returns the entity id (any label spelling is accepted: it goes
+// through Slug) and its edges, in either direction, visible at at (zero:
+// now). ok is false if the node does not exist at at. The node's fields
+// are its latest state; only edges and existence are temporal.
+func (g *Graph) Node(id string, at time.Time) (Node, []Edge, bool) {
+	n := g.nodes[Slug(id)]
+	if n == nil || !n.existsAt(at) {
+		return Node{}, nil, false
+	}
+	var es []Edge
+	for _, e := range g.allEdges() {
+		if (e.From == n.id || e.To == n.id) && visible(e, at) {
+			es = append(es, e)
+		}
+	}
+	return n.export(), es, true
+}
+
+// Nodes returns the nodes matching f, sorted by id.
+func (g *Graph) Nodes(f NodeFilter) []Node {
+	q := Slug(f.Query)
+	var out []Node
+	for _, n := range g.nodes {
+		if f.Type != "" && n.typ != f.Type || !n.existsAt(f.At) {
+			continue
+		}
+		if q != "" && !n.matches(q) {
+			continue
+		}
+		out = append(out, n.export())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (n *nodeState) matches(q string) bool {
+	if strings.Contains(n.id, q) || strings.Contains(Slug(n.label), q) {
+		return true
+	}
+	for a := range n.aliases {
+		if strings.Contains(Slug(a), q) {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxDepth bounds Neighbors: beyond three hops nearly everything in a
+// memory repo is connected through the agents, so deeper walks carry no
+// signal and cost a lot.
+const MaxDepth = 3
+
+// Neighbors walks edges in both directions breadth-first from id up to
+// depth hops (clamped to 1..MaxDepth), following only edges visible at at
+// (zero: now) whose relation is in relations (empty: all). It returns the
+// nodes reached (without id itself) sorted by id and the edges walked,
+// sorted.
+func (g *Graph) Neighbors(id string, depth int, relations []string, at time.Time) ([]Node, []Edge) {
+	start := Slug(id)
+	if n := g.nodes[start]; n == nil || !n.existsAt(at) {
+		return nil, nil
+	}
+	depth = max(1, min(depth, MaxDepth))
+	allow := map[string]bool{}
+	for _, r := range relations {
+		allow[r] = true
+	}
+	adj := map[string][]Edge{}
+	for _, e := range g.allEdges() {
+		if visible(e, at) && (len(allow) == 0 || allow[e.Relation]) {
+			adj[e.From] = append(adj[e.From], e)
+			adj[e.To] = append(adj[e.To], e)
+		}
+	}
+	seen := map[string]bool{start: true}
+	type ekey struct {
+		k    edgeKey
+		from time.Time
+	}
+	walked := map[ekey]bool{}
+	var edges []Edge
+	frontier := []string{start}
+	for d := 0; d < depth && len(frontier) > 0; d++ {
+		var next []string
+		for _, cur := range frontier {
+			for _, e := range adj[cur] {
+				if k := (ekey{edgeKey{e.From, e.To, e.Relation}, e.ValidFrom}); !walked[k] {
+					walked[k] = true
+					edges = append(edges, e)
+				}
+				other := e.To
+				if other == cur {
+					other = e.From
+				}
+				if !seen[other] {
+					seen[other] = true
+					next = append(next, other)
+				}
+			}
+		}
+		sort.Strings(next)
+		frontier = next
+	}
+	var nodes []Node
+	for nid := range seen {
+		if nid != start {
+			nodes = append(nodes, g.nodes[nid].export())
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	sortEdges(edges)
+	return nodes, edges
+}
+
+// History returns the facts.md bullets linking id that commits added or
+// removed, in the order they were applied.
+func (g *Graph) History(id string) []FactChange {
+	return append([]FactChange(nil), g.history[Slug(id)]...)
+}
+
+// Dump renders the whole graph canonically (nodes, every edge interval,
+// fact history; all sorted, times in UTC), so two graphs are equal exactly
+// when their dumps are. Tests and rebuild checks compare dumps.
+func (g *Graph) Dump() string {
+	var b strings.Builder
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	for _, n := range g.Nodes(NodeFilter{}) {
+		ns := g.nodes[n.ID]
+		fmt.Fprintf(&b, "node %s type=%s label=%q aliases=%q refs=%q first=%s updated=%s\n",
+			n.ID, n.Type, n.Label, n.Aliases, n.Refs, ts(ns.firstSeen), ts(n.LastUpdated))
+	}
+	for _, e := range g.allEdges() {
+		fmt.Fprintf(&b, "edge %s -%s-> %s [%s, %s)", e.From, e.Relation, e.To, ts(e.ValidFrom), ts(e.ValidTo))
+		for _, ev := range e.Evidence {
+			fmt.Fprintf(&b, " %s@%s:%d", ev.File, ev.Commit, ev.Line)
+		}
+		b.WriteByte('\n')
+	}
+	ids := make([]string, 0, len(g.history))
+	for id := range g.history {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		for _, h := range g.history[id] {
+			fmt.Fprintf(&b, "fact %s %s %s@%s %s %q %s:%d %q\n", id, h.Change, h.Commit, ts(h.Time), h.ProposalID, h.Section, h.File, h.Line, h.Text)
+		}
+	}
+	return b.String()
+}
+
+// Equal reports whether g and other hold the same graph (same Dump).
+func (g *Graph) Equal(other *Graph) bool { return g.Dump() == other.Dump() }
