@@ -226,6 +226,7 @@ func TestSuite(t *testing.T) {
 			t.Run("rest search follows commits", func(t *testing.T) { testRESTSearch(t, d) })
 			t.Run("rest read memory", func(t *testing.T) { testRESTRead(t, d) })
 			t.Run("rest context assembly", func(t *testing.T) { testRESTContext(t, d) })
+			t.Run("rest entities", func(t *testing.T) { testRESTEntities(t, d) })
 			t.Run("rest errors", func(t *testing.T) { testRESTErrors(t, d) })
 			t.Run("metrics and config", func(t *testing.T) { testOps(t, d) })
 		})
@@ -321,10 +322,10 @@ func testGRPCAuth(t *testing.T, d *deployment) {
 
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token(t, d, auth.RoleService))
 	eg := memoryv1.NewEntityGraphServiceClient(dial(t, d.grpcAddr[memoryv1.EntityGraphService_ServiceDesc.ServiceName]))
-	_, err = eg.GetEntity(ctx, &memoryv1.GetEntityRequest{EntityId: "minio"})
+	_, err = eg.ExplainDecision(ctx, &memoryv1.ExplainDecisionRequest{DecisionId: "x"})
 	require.Equal(t, codes.Unimplemented, status.Code(err))
 	require.Equal(t, "NOT_IMPLEMENTED", apierr.Info(err).GetReason())
-	require.Contains(t, status.Convert(err).Message(), "entity lookup")
+	require.Contains(t, status.Convert(err).Message(), "decision chains")
 	_, err = ca.ReadMemory(ctx, &memoryv1.ReadMemoryRequest{AgentId: "nobody"})
 	require.Equal(t, codes.NotFound, status.Code(err), "authenticated calls reach the service")
 
@@ -378,7 +379,7 @@ func call(t *testing.T, d *deployment, method, path, body, tok string) (int, res
 var unimplementedPaths = []struct {
 	method, path, body, capability string
 }{
-	{"GET", "/entities/minio", "", "entity lookup"},
+	{"GET", "/decisions/why?decisionId=decision-2026-02-17-use-minio", "", "decision chains"},
 	{"POST", "/memory/curator/snapshot", `{"label":"pre-migration","includeRuns":false}`, "memory-snapshot"},
 }
 
@@ -702,4 +703,41 @@ func TestReadPlaneOnAMirror(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "and search indexes it")
 	_, err = os.Stat(filepath.Join(readDir, "memory.git"))
 	require.True(t, os.IsNotExist(err), "the reader never creates a canonical repository")
+}
+
+// testRESTEntities: wiki links in applied facts become graph entities.
+func testRESTEntities(t *testing.T, d *deployment) {
+	svc := token(t, d, auth.RoleService)
+	rev := token(t, d, auth.RoleReviewer)
+	_, resp := jsonCall(t, d, "POST", "/memory/grapher/propose", `{"runId":"run_g1",
+	  "updates":[{"file":"facts.md","operation":"append","section":"Infra","content":"- [[Vault Server]] keeps the [[Backups]] that [[person:Alice]] checks"}]}`, svc)
+	code, _ := jsonCall(t, d, "POST", "/proposals/"+resp["proposalId"].(string)+":approve", `{}`, rev)
+	require.Equal(t, http.StatusOK, code)
+	var ent map[string]any
+	require.Eventually(t, func() bool {
+		code, ent = jsonCall(t, d, "GET", "/entities/vault-server", "", svc)
+		return code == http.StatusOK
+	}, 20*time.Second, 20*time.Millisecond, "the graph follows the commit")
+	e := ent["entity"].(map[string]any)
+	require.Equal(t, "vault-server", e["entity_id"])
+	require.Equal(t, "Vault Server", e["label"])
+	require.Equal(t, "concept", e["type"])
+	require.Contains(t, e["refs"], "memory/grapher/facts.md")
+	require.NotEmpty(t, ent["edges"])
+
+	code, alice := jsonCall(t, d, "GET", "/entities/alice", "", svc)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "person", alice["entity"].(map[string]any)["type"])
+	code, nb := jsonCall(t, d, "GET", "/entities/Vault%20Server/neighbors?depth=1&relations=relates_to", "", svc)
+	require.Equal(t, http.StatusOK, code, nb)
+	var ids []string
+	for _, x := range nb["entities"].([]any) {
+		ids = append(ids, x.(map[string]any)["entity_id"].(string))
+	}
+	require.Contains(t, ids, "backups")
+	code, hist := jsonCall(t, d, "GET", "/entities/vault-server/history", "", svc)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "added", hist["changes"].([]any)[0].(map[string]any)["change"])
+	code, _ = jsonCall(t, d, "GET", "/entities/no-such-thing", "", svc)
+	require.Equal(t, http.StatusNotFound, code)
 }

@@ -2,10 +2,19 @@ package entitygraph
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"time"
 
-	"github.com/garden-bloom/memory/pkg/apierr"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/authz"
+	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/restjson"
 )
 
 // handler implements the gRPC methods; it stays thin and delegates to the Service.
@@ -14,32 +23,286 @@ type handler struct {
 	svc *Service
 }
 
-// GetEntity: entity lookup arrives with issue #6.
-func (h *handler) GetEntity(context.Context, *memoryv1.GetEntityRequest) (*memoryv1.GetEntityResponse, error) {
-	return nil, apierr.NotImplemented("entity lookup", 6)
+const maxPageSize = 500
+
+func invalid(field, msg string) error {
+	return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, msg, map[string]string{"field": field})
 }
 
-// ListEntities: entity listing arrives with issue #6.
-func (h *handler) ListEntities(context.Context, *memoryv1.ListEntitiesRequest) (*memoryv1.ListEntitiesResponse, error) {
-	return nil, apierr.NotImplemented("entity listing", 6)
+// viewer decides which files a caller may see: every file for service and
+// admin tokens, only its own agents' folders for an agent token, so entity
+// refs never reveal another agent's files.
+type viewer struct{ agents []string }
+
+func (h *handler) viewer(ctx context.Context) (viewer, error) {
+	c, err := authz.RequireRole(ctx, auth.RoleAgent, auth.RoleService, auth.RoleAdmin)
+	if err != nil {
+		return viewer{}, err
+	}
+	return viewer{agents: authz.VisibleAgents(c)}, nil
 }
 
-// GetNeighbors: entity neighbours arrives with issue #6.
-func (h *handler) GetNeighbors(context.Context, *memoryv1.GetNeighborsRequest) (*memoryv1.GetNeighborsResponse, error) {
-	return nil, apierr.NotImplemented("entity neighbours", 6)
+func (v viewer) sees(file string) bool {
+	if v.agents == nil {
+		return true
+	}
+	for _, a := range v.agents {
+		if strings.HasPrefix(file, "memory/"+a+"/") || strings.HasPrefix(file, "logic/"+a+"/") {
+			return true
+		}
+	}
+	return false
 }
 
-// GetEntityHistory: entity history arrives with issue #6.
-func (h *handler) GetEntityHistory(context.Context, *memoryv1.GetEntityHistoryRequest) (*memoryv1.GetEntityHistoryResponse, error) {
-	return nil, apierr.NotImplemented("entity history", 6)
+// at turns a commit sha or RFC 3339 time into a time (zero = now).
+func (h *handler) at(ctx context.Context, at string) (time.Time, error) {
+	if at == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, at); err == nil {
+		return t, nil
+	}
+	repo, err := h.svc.repo.Get()
+	if err != nil {
+		return time.Time{}, apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is unavailable", 5*time.Second)
+	}
+	hash, err := repo.ResolveRevision(ctx, at)
+	if err == nil {
+		c, cerr := repo.CommitInfo(ctx, hash)
+		if cerr == nil {
+			return c.Committer.When, nil
+		}
+	}
+	return time.Time{}, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
+		fmt.Sprintf("at %q is neither an RFC 3339 time nor a commit of main", at), map[string]string{"at": at})
 }
 
-// ExplainDecision: decision chains (why) arrives with issue #6.
+func entityType(t string) memoryv1.EntityType {
+	v, ok := restjson.EnumValueFromREST(memoryv1.EntityType(0).Descriptor(), t)
+	if !ok {
+		return memoryv1.EntityType_ENTITY_TYPE_CONCEPT
+	}
+	return memoryv1.EntityType(v)
+}
+
+func relation(r string) memoryv1.Relation {
+	v, ok := restjson.EnumValueFromREST(memoryv1.Relation(0).Descriptor(), r)
+	if !ok {
+		return memoryv1.Relation_RELATION_UNSPECIFIED
+	}
+	return memoryv1.Relation(v)
+}
+
+func (v viewer) node(n entitygraph.Node) *memoryv1.Entity {
+	e := &memoryv1.Entity{EntityId: n.ID, Type: entityType(n.Type), Label: n.Label, Aliases: n.Aliases}
+	for _, r := range n.Refs {
+		if v.sees(r) {
+			e.Refs = append(e.Refs, r)
+		}
+	}
+	if !n.LastUpdated.IsZero() {
+		e.LastUpdated = timestamppb.New(n.LastUpdated)
+	}
+	return e
+}
+
+// edges converts edges, keeping only evidence the viewer may see and edges
+// left with some.
+func (v viewer) edges(es []entitygraph.Edge) []*memoryv1.Edge {
+	var out []*memoryv1.Edge
+	for _, e := range es {
+		pe := &memoryv1.Edge{FromEntityId: e.From, ToEntityId: e.To, Relation: relation(e.Relation), ValidFrom: timestamppb.New(e.ValidFrom)}
+		if !e.ValidTo.IsZero() {
+			pe.ValidTo = timestamppb.New(e.ValidTo)
+		}
+		for _, ev := range e.Evidence {
+			if strings.HasPrefix(ev.File, "commit:") && v.agents != nil {
+				continue // commit-message refs are not tied to one agent's files
+			}
+			if !strings.HasPrefix(ev.File, "commit:") && !v.sees(ev.File) {
+				continue
+			}
+			pe.Evidence = append(pe.Evidence, &memoryv1.Evidence{File: ev.File, Commit: ev.Commit, Span: &memoryv1.Span{StartLine: int32(ev.Line), EndLine: int32(ev.Line)}})
+		}
+		if len(pe.Evidence) == 0 {
+			continue
+		}
+		pe.Weight = float64(len(pe.Evidence))
+		out = append(out, pe)
+	}
+	return out
+}
+
+func notFound(id string) error {
+	return apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_ENTITY_NOT_FOUND, fmt.Sprintf("entity %q not found", id), nil)
+}
+
+// GetEntity returns a node with its edges and refs, optionally at a time.
+func (h *handler) GetEntity(ctx context.Context, req *memoryv1.GetEntityRequest) (*memoryv1.GetEntityResponse, error) {
+	v, err := h.viewer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.GetEntityId() == "" || len(req.GetEntityId()) > 256 {
+		return nil, invalid("entityId", "entityId must be 1 to 256 bytes")
+	}
+	at, err := h.at(ctx, req.GetAt())
+	if err != nil {
+		return nil, err
+	}
+	h.svc.mu.RLock()
+	n, edges, ok := h.svc.graph.Node(entitygraph.Slug(req.GetEntityId()), at)
+	h.svc.mu.RUnlock()
+	e := v.node(n)
+	if !ok || (v.agents != nil && len(e.Refs) == 0) {
+		return nil, notFound(req.GetEntityId())
+	}
+	return &memoryv1.GetEntityResponse{Entity: e, Edges: v.edges(edges), Refs: e.Refs}, nil
+}
+
+// ListEntities lists nodes by type and label, sorted by id, paged.
+func (h *handler) ListEntities(ctx context.Context, req *memoryv1.ListEntitiesRequest) (*memoryv1.ListEntitiesResponse, error) {
+	v, err := h.viewer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	size := int(req.GetPageSize())
+	if size < 0 || size > maxPageSize {
+		return nil, invalid("pageSize", fmt.Sprintf("pageSize must be 0 to %d", maxPageSize))
+	}
+	if size == 0 {
+		size = 50
+	}
+	at, err := h.at(ctx, req.GetAt())
+	if err != nil {
+		return nil, err
+	}
+	filter := entitygraph.NodeFilter{Query: req.GetQuery(), At: at}
+	if t := req.GetType(); t != memoryv1.EntityType_ENTITY_TYPE_UNSPECIFIED {
+		filter.Type = restjson.EnumName(t)
+	}
+	h.svc.mu.RLock()
+	nodes := h.svc.graph.Nodes(filter)
+	h.svc.mu.RUnlock()
+	resp := &memoryv1.ListEntitiesResponse{}
+	for _, n := range nodes {
+		if req.GetPageToken() != "" && n.ID <= req.GetPageToken() {
+			continue
+		}
+		e := v.node(n)
+		if v.agents != nil && len(e.Refs) == 0 {
+			continue
+		}
+		if agent := req.GetAgentId(); agent != "" && !refersToAgent(e.Refs, agent) {
+			continue
+		}
+		if len(resp.Entities) == size {
+			resp.NextPageToken = resp.Entities[size-1].GetEntityId()
+			break
+		}
+		resp.Entities = append(resp.Entities, e)
+	}
+	return resp, nil
+}
+
+func refersToAgent(refs []string, agent string) bool {
+	for _, r := range refs {
+		if strings.HasPrefix(r, "memory/"+agent+"/") || strings.HasPrefix(r, "logic/"+agent+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// GetNeighbors returns the entities within depth (≤ 3) by relation.
+func (h *handler) GetNeighbors(ctx context.Context, req *memoryv1.GetNeighborsRequest) (*memoryv1.GetNeighborsResponse, error) {
+	v, err := h.viewer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.GetDepth() < 0 || req.GetDepth() > entitygraph.MaxDepth {
+		return nil, invalid("depth", fmt.Sprintf("depth must be 1 to %d", entitygraph.MaxDepth))
+	}
+	at, err := h.at(ctx, req.GetAt())
+	if err != nil {
+		return nil, err
+	}
+	var rels []string
+	for _, r := range req.GetRelations() {
+		rels = append(rels, restjson.EnumName(r))
+	}
+	id := entitygraph.Slug(req.GetEntityId())
+	h.svc.mu.RLock()
+	_, _, ok := h.svc.graph.Node(id, at)
+	nodes, edges := h.svc.graph.Neighbors(id, int(req.GetDepth()), rels, at)
+	h.svc.mu.RUnlock()
+	if !ok {
+		return nil, notFound(req.GetEntityId())
+	}
+	resp := &memoryv1.GetNeighborsResponse{Edges: v.edges(edges)}
+	for _, n := range nodes {
+		if e := v.node(n); v.agents == nil || len(e.Refs) > 0 {
+			resp.Entities = append(resp.Entities, e)
+		}
+	}
+	return resp, nil
+}
+
+// GetEntityHistory lists facts about an entity added and removed, oldest first.
+func (h *handler) GetEntityHistory(ctx context.Context, req *memoryv1.GetEntityHistoryRequest) (*memoryv1.GetEntityHistoryResponse, error) {
+	v, err := h.viewer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	size := int(req.GetPageSize())
+	if size < 0 || size > maxPageSize {
+		return nil, invalid("pageSize", fmt.Sprintf("pageSize must be 0 to %d", maxPageSize))
+	}
+	if size == 0 {
+		size = 100
+	}
+	skip := 0
+	if tok := req.GetPageToken(); tok != "" {
+		if _, err := fmt.Sscanf(tok, "%d", &skip); err != nil || skip < 0 {
+			return nil, invalid("pageToken", "invalid pageToken")
+		}
+	}
+	h.svc.mu.RLock()
+	changes := h.svc.graph.History(entitygraph.Slug(req.GetEntityId()))
+	h.svc.mu.RUnlock()
+	resp := &memoryv1.GetEntityHistoryResponse{}
+	seen := 0
+	for _, c := range changes {
+		if !v.sees(c.File) {
+			continue
+		}
+		if seen++; seen <= skip {
+			continue
+		}
+		if len(resp.Changes) == size {
+			resp.NextPageToken = fmt.Sprint(skip + size)
+			break
+		}
+		kind := memoryv1.ChangeKind_CHANGE_KIND_ADDED
+		if c.Change == "removed" {
+			kind = memoryv1.ChangeKind_CHANGE_KIND_REMOVED
+		}
+		agent := ""
+		if parts := strings.SplitN(c.File, "/", 3); len(parts) == 3 && parts[0] == "memory" {
+			agent = parts[1]
+		}
+		resp.Changes = append(resp.Changes, &memoryv1.EntityFactChange{Change: kind, Fact: c.Text, File: c.File, Commit: c.Commit,
+			Time: timestamppb.New(c.Time), ProposalId: c.ProposalID, AgentId: agent})
+	}
+	return resp, nil
+}
+
+// ExplainDecision: decision chains ("why") arrive with issue #6.
 func (h *handler) ExplainDecision(context.Context, *memoryv1.ExplainDecisionRequest) (*memoryv1.ExplainDecisionResponse, error) {
 	return nil, apierr.NotImplemented("decision chains (why)", 6)
 }
 
-// CheckProposal: the semantic guard (proposal check) arrives with issue #6.
+// CheckProposal: the semantic guard arrives with issue #6.
 func (h *handler) CheckProposal(context.Context, *memoryv1.CheckProposalRequest) (*memoryv1.CheckProposalResponse, error) {
 	return nil, apierr.NotImplemented("the semantic guard (proposal check)", 6)
 }

@@ -1,28 +1,205 @@
-// Package entitygraph is the entity-graph target: the temporal entity graph derived from git (read plane).
+// Package entitygraph is the entity-graph target: the temporal entity graph
+// derived from the memory monorepo alone (read plane). It replays history
+// once at start, then applies each new commit from the write plane's stream.
 package entitygraph
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"sync"
+	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/grpc"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/commitfeed"
+	"github.com/garden-bloom/memory/pkg/commitmsg"
+	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/memrepo"
 )
 
 // Name is the fully-qualified gRPC service name, also its health-check name.
 var Name = memoryv1.EntityGraphService_ServiceDesc.ServiceName
 
-// Service is the entity-graph service.
-type Service struct {
-	logger *slog.Logger
+// Deps are what the service is built on.
+type Deps struct {
+	// RepoPath is the canonical bare repository (or the mirror), read-only.
+	RepoPath string
+	// Commits is proposal-apply's client, for the commit stream (nil: polling).
+	Commits memoryv1.ProposalApplyServiceClient
+	Logger  *slog.Logger
+	// Poll is how often main is checked besides the stream; 0 = 1 s.
+	Poll time.Duration
 }
 
-// New returns the service.
-func New(logger *slog.Logger) *Service {
-	return &Service{logger: logger.With("service", "entity-graph")}
+// Service is the entity-graph service.
+type Service struct {
+	deps   Deps
+	logger *slog.Logger
+	repo   *memrepo.Lazy
+	kick   chan struct{}
+
+	mu    sync.RWMutex // the graph is not safe for concurrent use
+	graph *entitygraph.Graph
+	last  plumbing.Hash
+
+	cancel context.CancelFunc
+	bg     sync.WaitGroup
+}
+
+// New returns the service; Start builds the graph.
+func New(d Deps) *Service {
+	if d.Poll <= 0 {
+		d.Poll = time.Second
+	}
+	return &Service{deps: d, logger: d.Logger.With("service", "entity-graph"), repo: memrepo.NewLazy(d.RepoPath),
+		kick: make(chan struct{}, 1), graph: entitygraph.New()}
 }
 
 // Register adds the service's gRPC handlers to g.
 func (s *Service) Register(g *grpc.Server) {
 	memoryv1.RegisterEntityGraphServiceServer(g, &handler{svc: s})
+}
+
+// Start replays history and follows new commits until Stop.
+func (s *Service) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.bg.Go(func() { s.loop(ctx) })
+	if s.deps.Commits != nil {
+		s.bg.Go(func() { commitfeed.Follow(ctx, s.deps.Commits, s.notify) })
+	}
+}
+
+// Stop stops following.
+func (s *Service) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.bg.Wait()
+}
+
+func (s *Service) notify() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Service) loop(ctx context.Context) {
+	t := time.NewTicker(s.deps.Poll)
+	defer t.Stop()
+	for {
+		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
+			s.logger.Debug("entity graph catch-up failed; will retry", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// catchUp applies, oldest first, the first-parent commits after the last
+// one applied.
+func (s *Service) catchUp(ctx context.Context) error {
+	repo, err := s.repo.Get()
+	if err != nil {
+		return err
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	last := s.last
+	s.mu.RUnlock()
+	if head == last {
+		return nil
+	}
+	var pending []*object.Commit
+	found := last.IsZero()
+	err = repo.Walk(ctx, head, func(c *object.Commit) error {
+		if c.Hash == last {
+			found = true
+			return memrepo.ErrStopWalk
+		}
+		pending = append(pending, c)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		// History was rewritten: rebuild from scratch.
+		s.logger.Warn("last applied commit is gone from main; rebuilding the entity graph", "commit", last.String())
+		s.mu.Lock()
+		s.graph, s.last = entitygraph.New(), plumbing.ZeroHash
+		s.mu.Unlock()
+		return s.catchUp(ctx)
+	}
+	start := time.Now()
+	for i := len(pending) - 1; i >= 0; i-- {
+		c, err := s.commit(ctx, repo, pending[i])
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.graph.ApplyCommit(c)
+		s.last = pending[i].Hash
+		s.mu.Unlock()
+	}
+	s.logger.Debug("entity graph caught up", "commits", len(pending), "duration_ms", time.Since(start).Milliseconds())
+	return nil
+}
+
+// commit reads what the graph needs of one commit.
+func (s *Service) commit(ctx context.Context, repo *memrepo.Repo, c *object.Commit) (entitygraph.Commit, error) {
+	out := entitygraph.Commit{Sha: c.Hash.String(), Time: c.Committer.When, Files: map[string]*string{}}
+	if u := commitmsg.Parse(c.Message).Update; u != nil {
+		out.EntityRefs, out.AgentID, out.ProposalID = u.EntityRefs, u.AgentID, u.ProposalID
+	}
+	paths, err := repo.ChangedFiles(ctx, c.Hash)
+	if err != nil {
+		return out, err
+	}
+	for _, p := range paths {
+		data, err := repo.ReadFile(ctx, c.Hash, p)
+		switch {
+		case errors.Is(err, memrepo.ErrFileNotFound):
+			out.Files[p] = nil
+		case err != nil:
+			return out, err
+		default:
+			text := string(data)
+			out.Files[p] = &text
+		}
+	}
+	return out, nil
+}
+
+// WaitCurrent blocks until the graph has applied main's head (tests).
+func (s *Service) WaitCurrent(ctx context.Context) error {
+	for {
+		if repo, err := s.repo.Get(); err == nil {
+			if head, err := repo.Head(ctx); err == nil {
+				s.mu.RLock()
+				done := s.last == head
+				s.mu.RUnlock()
+				if done {
+					return nil
+				}
+			}
+		}
+		s.notify()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

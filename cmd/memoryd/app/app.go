@@ -56,6 +56,7 @@ type App struct {
 	proposalApply   *proposalapply.Service
 	searchIndex     *searchindex.Service
 	contextAssembly *contextassembly.Service
+	entityGraph     *entitygraph.Service
 	writerLock      *os.File
 	mirror          *memrepo.Mirror
 	mirrorFeed      memoryv1.ProposalApplyServiceClient
@@ -309,7 +310,16 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 		case ModuleSearchIndex:
 			// registered by setupSearchIndex, which needs the listener
 		case ModuleEntityGraph:
-			entitygraph.New(a.logger).Register(g)
+			deps := entitygraph.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Logger: a.logger}
+			if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
+				conn, err := a.serviceConn("entity-graph", addr)
+				if err != nil {
+					return err
+				}
+				deps.Commits = memoryv1.NewProposalApplyServiceClient(conn)
+			}
+			a.entityGraph = entitygraph.New(deps)
+			a.entityGraph.Register(g)
 		case ModuleProposalApply:
 			a.proposalApply.Register(g)
 		}
@@ -429,6 +439,9 @@ func (a *App) Run(ctx context.Context) error {
 	if a.contextAssembly != nil {
 		a.contextAssembly.Start(ctx)
 	}
+	if a.entityGraph != nil {
+		a.entityGraph.Start(ctx)
+	}
 	errc := make(chan error, 2)
 	if a.grpcSrv != nil {
 		go func() { errc <- a.grpcSrv.Serve(a.grpcLis) }()
@@ -465,6 +478,9 @@ func (a *App) closeResources(ctx context.Context) {
 	}
 	if a.contextAssembly != nil {
 		a.contextAssembly.Stop() // last usage report while proposal-apply still serves
+	}
+	if a.entityGraph != nil {
+		a.entityGraph.Stop()
 	}
 	if a.proposalApply != nil {
 		a.proposalApply.CloseStreams() // followers in other processes resume elsewhere

@@ -1,0 +1,145 @@
+package entitygraph
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+)
+
+type env struct {
+	t      *testing.T
+	repo   *memrepo.Repo
+	svc    *Service
+	client memoryv1.EntityGraphServiceClient
+	signer *auth.Signer
+	when   time.Time
+}
+
+func newEnv(t *testing.T) *env {
+	repo, err := memrepo.Init(context.Background(), filepath.Join(t.TempDir(), "memory.git"), memrepo.InitOptions{})
+	require.NoError(t, err)
+	svc := New(Deps{RepoPath: repo.Path(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 10 * time.Millisecond})
+	secret := []byte(strings.Repeat("e", 64))
+	signer, _ := auth.NewSigner(secret)
+	v, _ := auth.NewVerifier(secret)
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(v, nil)))
+	svc.Register(srv)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	svc.Start(context.Background())
+	t.Cleanup(func() { _ = conn.Close(); srv.Stop(); svc.Stop() })
+	return &env{t: t, repo: repo, svc: svc, client: memoryv1.NewEntityGraphServiceClient(conn), signer: signer,
+		when: time.Date(2026, 2, 17, 9, 0, 0, 0, time.UTC)}
+}
+
+func (e *env) as(roles []auth.Role, agents ...string) context.Context {
+	tok, err := e.signer.Mint("t", roles, agents, time.Hour)
+	require.NoError(e.t, err)
+	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+}
+
+func (e *env) commit(files map[string]string) (plumbing.Hash, time.Time) {
+	ctx := context.Background()
+	head, _ := e.repo.Head(ctx)
+	var changes []memrepo.Change
+	for p, c := range files {
+		if c == "" {
+			changes = append(changes, memrepo.Change{Path: p, Delete: true})
+		} else {
+			changes = append(changes, memrepo.Change{Path: p, Content: []byte(c)})
+		}
+	}
+	e.when = e.when.Add(time.Hour)
+	sig := memrepo.Signature{Name: "t", Email: "t@x", When: e.when}
+	h, err := e.repo.Commit(ctx, memrepo.CommitRequest{Parent: head, Changes: changes, Message: "c", Author: sig, Committer: sig})
+	require.NoError(e.t, err)
+	ctx2, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(e.t, e.svc.WaitCurrent(ctx2))
+	return h, e.when
+}
+
+func TestTemporalEdgesAndAgentVisibility(t *testing.T) {
+	e := newEnv(t)
+	svc := e.as([]auth.Role{auth.RoleService}, "*")
+	e.commit(map[string]string{
+		"memory/a/facts.md": "# Facts: a\n\n## D\n- [[Kafka]] feeds [[Search]]\n",
+		"memory/b/facts.md": "# Facts: b\n\n## D\n- [[kafka]] is noisy\n",
+	})
+	sha2, t2 := e.commit(map[string]string{"memory/a/facts.md": "# Facts: a\n\n## D\n- [[Kafka]] is retired\n"})
+
+	now, err := e.client.GetEntity(svc, &memoryv1.GetEntityRequest{EntityId: "Kafka"})
+	require.NoError(t, err)
+	require.Equal(t, "kafka", now.GetEntity().GetEntityId())
+	require.ElementsMatch(t, []string{"memory/a/facts.md", "memory/b/facts.md"}, now.GetRefs())
+	hasRelates := func(r *memoryv1.GetEntityResponse) bool {
+		for _, ed := range r.GetEdges() {
+			if ed.GetRelation() == memoryv1.Relation_RELATION_RELATES_TO && ed.GetValidTo() == nil {
+				return true
+			}
+		}
+		return false
+	}
+	require.False(t, hasRelates(now), "the relation ended in the second commit")
+	atN, err := e.client.GetEntity(svc, &memoryv1.GetEntityRequest{EntityId: "kafka", At: sha2.String()})
+	require.NoError(t, err)
+	require.False(t, hasRelatesAt(atN, t2), "absent at the commit that removed it")
+	before, err := e.client.GetEntity(svc, &memoryv1.GetEntityRequest{EntityId: "kafka", At: t2.Add(-time.Minute).Format(time.RFC3339)})
+	require.NoError(t, err)
+	require.True(t, hasRelatesAt(before, t2.Add(-time.Minute)), "present just before")
+
+	mine, err := e.client.GetEntity(e.as([]auth.Role{auth.RoleAgent}, "a"), &memoryv1.GetEntityRequest{EntityId: "kafka"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"memory/a/facts.md"}, mine.GetRefs(), "an agent token never sees another agent's files")
+	for _, ed := range mine.GetEdges() {
+		for _, ev := range ed.GetEvidence() {
+			require.True(t, strings.HasPrefix(ev.GetFile(), "memory/a/"), ev.GetFile())
+		}
+	}
+	_, err = e.client.GetEntity(e.as([]auth.Role{auth.RoleAgent}, "c"), &memoryv1.GetEntityRequest{EntityId: "kafka"})
+	require.Equal(t, codes.NotFound, status.Code(err))
+
+	list, err := e.client.ListEntities(svc, &memoryv1.ListEntitiesRequest{AgentId: "b"})
+	require.NoError(t, err)
+	var ids []string
+	for _, en := range list.GetEntities() {
+		ids = append(ids, en.GetEntityId())
+	}
+	require.Equal(t, []string{"b", "kafka"}, ids, "the agent itself and what its memory links")
+	_, err = e.client.GetNeighbors(svc, &memoryv1.GetNeighborsRequest{EntityId: "kafka", Depth: 4})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+}
+
+// hasRelatesAt reports a relates_to edge valid at t.
+func hasRelatesAt(r *memoryv1.GetEntityResponse, t time.Time) bool {
+	for _, ed := range r.GetEdges() {
+		if ed.GetRelation() != memoryv1.Relation_RELATION_RELATES_TO {
+			continue
+		}
+		from := ed.GetValidFrom().AsTime()
+		if !from.After(t) && (ed.GetValidTo() == nil || ed.GetValidTo().AsTime().After(t)) {
+			return true
+		}
+	}
+	return false
+}
