@@ -321,11 +321,11 @@ func testGRPCAuth(t *testing.T, d *deployment) {
 	require.Equal(t, codes.Unauthenticated, status.Code(err))
 
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token(t, d, auth.RoleService))
-	eg := memoryv1.NewEntityGraphServiceClient(dial(t, d.grpcAddr[memoryv1.EntityGraphService_ServiceDesc.ServiceName]))
-	_, err = eg.ExplainDecision(ctx, &memoryv1.ExplainDecisionRequest{DecisionId: "x"})
+	snap := memoryv1.NewProposalApplyServiceClient(dial(t, d.grpcAddr[memoryv1.ProposalApplyService_ServiceDesc.ServiceName]))
+	_, err = snap.CreateSnapshot(ctx, &memoryv1.CreateSnapshotRequest{AgentId: "a"})
 	require.Equal(t, codes.Unimplemented, status.Code(err))
 	require.Equal(t, "NOT_IMPLEMENTED", apierr.Info(err).GetReason())
-	require.Contains(t, status.Convert(err).Message(), "decision chains")
+	require.Contains(t, status.Convert(err).Message(), "memory-snapshot")
 	_, err = ca.ReadMemory(ctx, &memoryv1.ReadMemoryRequest{AgentId: "nobody"})
 	require.Equal(t, codes.NotFound, status.Code(err), "authenticated calls reach the service")
 
@@ -379,7 +379,6 @@ func call(t *testing.T, d *deployment, method, path, body, tok string) (int, res
 var unimplementedPaths = []struct {
 	method, path, body, capability string
 }{
-	{"GET", "/decisions/why?decisionId=decision-2026-02-17-use-minio", "", "decision chains"},
 	{"POST", "/memory/curator/snapshot", `{"label":"pre-migration","includeRuns":false}`, "memory-snapshot"},
 }
 

@@ -25,6 +25,15 @@ type handler struct {
 
 const maxPageSize = 500
 
+// Answers when the repository cannot be read.
+const (
+	unavailable = codes.Unavailable
+	retryAfter  = 5 * time.Second
+)
+
+// timeZero asks the graph for "now".
+var timeZero time.Time
+
 func invalid(field, msg string) error {
 	return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, msg, map[string]string{"field": field})
 }
@@ -295,11 +304,6 @@ func (h *handler) GetEntityHistory(ctx context.Context, req *memoryv1.GetEntityH
 			Time: timestamppb.New(c.Time), ProposalId: c.ProposalID, AgentId: agent})
 	}
 	return resp, nil
-}
-
-// ExplainDecision: decision chains ("why") arrive with issue #6.
-func (h *handler) ExplainDecision(context.Context, *memoryv1.ExplainDecisionRequest) (*memoryv1.ExplainDecisionResponse, error) {
-	return nil, apierr.NotImplemented("decision chains (why)", 6)
 }
 
 // CheckProposal: the semantic guard arrives with issue #6.

@@ -143,3 +143,31 @@ func hasRelatesAt(r *memoryv1.GetEntityResponse, t time.Time) bool {
 	}
 	return false
 }
+
+func TestExplainDecisionFollowsTheChain(t *testing.T) {
+	e := newEnv(t)
+	svc := e.as([]auth.Role{auth.RoleService}, "*")
+	e.commit(map[string]string{"memory/ops/decisions.md": "# Decisions: ops\n\n" +
+		"## 2026-02-10 — Use S3\n**Status:** accepted\n**Rationale:** cheap [[Object Storage]]\n\n" +
+		"## 2026-02-17 — Use MinIO\n**Status:** accepted\n**Context:** builds on [[decision-2026-02-10-use-s3]]\n**Rationale:** self-hosted [[Object Storage]]\n"})
+
+	resp, err := e.client.ExplainDecision(svc, &memoryv1.ExplainDecisionRequest{DecisionId: "decision-2026-02-17-use-minio"})
+	require.NoError(t, err)
+	var chain []string
+	for _, d := range resp.GetChain() {
+		chain = append(chain, d.GetTitle())
+	}
+	require.Equal(t, []string{"Use MinIO", "Use S3"}, chain, "the decision, then what it builds on")
+	require.Equal(t, "builds on [[decision-2026-02-10-use-s3]]", resp.GetChain()[0].GetContext())
+	require.Contains(t, resp.GetMermaid(), "flowchart TD\n")
+	require.Contains(t, resp.GetMermaid(), "n_decision_2026_02_17_use_minio --> n_decision_2026_02_10_use_s3")
+	require.Contains(t, resp.GetMermaid(), "n_object_storage")
+
+	byText, err := e.client.ExplainDecision(svc, &memoryv1.ExplainDecisionRequest{Query: "minio"})
+	require.NoError(t, err)
+	require.Equal(t, "Use MinIO", byText.GetChain()[0].GetTitle())
+	_, err = e.client.ExplainDecision(svc, &memoryv1.ExplainDecisionRequest{Query: "nothing like it"})
+	require.Equal(t, codes.NotFound, status.Code(err))
+	_, err = e.client.ExplainDecision(e.as([]auth.Role{auth.RoleAgent}, "other"), &memoryv1.ExplainDecisionRequest{DecisionId: "decision-2026-02-17-use-minio"})
+	require.Equal(t, codes.NotFound, status.Code(err), "another agent's decisions are invisible")
+}

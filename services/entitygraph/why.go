@@ -1,0 +1,142 @@
+package entitygraph
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/mdops"
+)
+
+// maxWhyDepth bounds how far back a decision chain is followed.
+const maxWhyDepth = 10
+
+// decisionEntry finds a decision's fields in its decisions.md at main.
+func (h *handler) decisionEntry(ctx context.Context, n entitygraph.Node) (*memoryv1.Decision, error) {
+	repo, err := h.svc.repo.Get()
+	if err != nil {
+		return nil, err
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range n.Refs {
+		if !strings.HasSuffix(ref, "/decisions.md") {
+			continue
+		}
+		data, err := repo.ReadFile(ctx, head, ref)
+		if err != nil {
+			continue
+		}
+		for _, d := range mdops.ParseDecisions(string(data)) {
+			if "decision-"+entitygraph.Slug(d.Date.Format("2006-01-02")+" "+d.Title) == n.ID {
+				return &memoryv1.Decision{Id: n.ID, Title: d.Title, Status: d.Status, Context: d.Context, Decision: d.Decision,
+					Rationale: d.Rationale, Consequences: d.Consequences, RunId: d.RunID, Date: timestamppb.New(d.Date)}, nil
+			}
+		}
+	}
+	return &memoryv1.Decision{Id: n.ID, Title: n.Label}, nil
+}
+
+// ExplainDecision answers "why": the decision, the entities its context,
+// rationale and consequences link, and the earlier decisions it builds on,
+// followed back up to depth, with a Mermaid flowchart of the chain.
+func (h *handler) ExplainDecision(ctx context.Context, req *memoryv1.ExplainDecisionRequest) (*memoryv1.ExplainDecisionResponse, error) {
+	v, err := h.viewer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	depth := int(req.GetDepth())
+	if depth < 0 || depth > maxWhyDepth {
+		return nil, invalid("depth", fmt.Sprintf("depth must be 1 to %d", maxWhyDepth))
+	}
+	if depth == 0 {
+		depth = 5
+	}
+	h.svc.mu.RLock()
+	defer h.svc.mu.RUnlock()
+	id := entitygraph.Slug(req.GetDecisionId())
+	if id == "" {
+		if strings.TrimSpace(req.GetQuery()) == "" {
+			return nil, invalid("decisionId", "give a decisionId or a query")
+		}
+		found := h.svc.graph.Nodes(entitygraph.NodeFilter{Type: entitygraph.TypeDecision, Query: req.GetQuery()})
+		for _, n := range found {
+			if len(v.node(n).Refs) > 0 {
+				id = n.ID // newest id sorts last: dates lead the ids
+			}
+		}
+		if id == "" {
+			return nil, notFound(req.GetQuery())
+		}
+	}
+	resp := &memoryv1.ExplainDecisionResponse{}
+	seen := map[string]bool{}
+	queue := []string{id}
+	for level := 0; len(queue) > 0 && level < depth; level++ {
+		var next []string
+		for _, cur := range queue {
+			if seen[cur] {
+				continue
+			}
+			seen[cur] = true
+			n, edges, ok := h.svc.graph.Node(cur, timeZero)
+			if !ok || len(v.node(n).Refs) == 0 {
+				if cur == id {
+					return nil, notFound(req.GetDecisionId())
+				}
+				continue
+			}
+			if n.Type != entitygraph.TypeDecision {
+				continue
+			}
+			d, err := h.decisionEntry(ctx, n)
+			if err != nil {
+				return nil, apierr.Retryable(unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is unavailable", retryAfter)
+			}
+			resp.Chain = append(resp.Chain, d)
+			for _, e := range v.edges(edges) {
+				if e.GetFromEntityId() != cur || e.GetRelation() != memoryv1.Relation_RELATION_REFERS_TO {
+					continue
+				}
+				resp.Edges = append(resp.Edges, e)
+				to, _, _ := h.svc.graph.Node(e.GetToEntityId(), timeZero)
+				if !slices.ContainsFunc(resp.Entities, func(x *memoryv1.Entity) bool { return x.GetEntityId() == to.ID }) {
+					resp.Entities = append(resp.Entities, v.node(to))
+				}
+				next = append(next, e.GetToEntityId())
+			}
+		}
+		queue = next
+	}
+	resp.Mermaid = mermaid(resp)
+	return resp, nil
+}
+
+// mermaid draws the chain as a flowchart: decisions as rounded boxes,
+// entities as plain ones, arrows for "builds on / refers to".
+func mermaid(r *memoryv1.ExplainDecisionResponse) string {
+	var b strings.Builder
+	b.WriteString("flowchart TD\n")
+	label := func(s string) string { return strings.NewReplacer(`"`, "'", "\n", " ").Replace(s) }
+	node := func(id string) string { return "n_" + strings.NewReplacer("-", "_").Replace(id) }
+	for _, d := range r.GetChain() {
+		fmt.Fprintf(&b, "  %s([\"%s\"])\n", node(d.GetId()), label(d.GetTitle()))
+	}
+	for _, e := range r.GetEntities() {
+		if !slices.ContainsFunc(r.GetChain(), func(d *memoryv1.Decision) bool { return d.GetId() == e.GetEntityId() }) {
+			fmt.Fprintf(&b, "  %s[\"%s\"]\n", node(e.GetEntityId()), label(e.GetLabel()))
+		}
+	}
+	for _, e := range r.GetEdges() {
+		fmt.Fprintf(&b, "  %s --> %s\n", node(e.GetFromEntityId()), node(e.GetToEntityId()))
+	}
+	return b.String()
+}
