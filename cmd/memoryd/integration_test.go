@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -120,6 +121,16 @@ type process struct {
 	grpcAddr, httpAddr string
 }
 
+// freeAddr returns a loopback address nothing listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	require.NoError(t, lis.Close())
+	return addr
+}
+
 // watchLogs collects a process's JSON log lines (for failure messages) and
 // reports its addresses once it logs "memoryd serving".
 func watchLogs(t *testing.T, cmd *exec.Cmd) (<-chan process, func() string) {
@@ -196,8 +207,12 @@ func startBinaryAll(t *testing.T) *deployment {
 // read process serves the REST edge and reaches proposal-apply over gRPC.
 func startSplit(t *testing.T) *deployment {
 	dataDir := t.TempDir()
-	w := startBinary(t, dataDir, "--target=write")
-	r := startBinary(t, dataDir, "--target=read", "--proposal-apply-addr", w.grpcAddr)
+	// Each plane calls the other (the read edge → proposal-apply, the write
+	// plane's semantic guard → entity-graph), so both addresses are fixed
+	// before either starts.
+	readGRPC := freeAddr(t)
+	w := startBinary(t, dataDir, "--target=write", "--entity-graph-addr", readGRPC)
+	r := startBinary(t, dataDir, "--target=read", "--proposal-apply-addr", w.grpcAddr, "--grpc-addr", readGRPC)
 	d := &deployment{grpcAddr: map[string]string{}, processes: map[string][]string{
 		r.grpcAddr: readServices,
 		w.grpcAddr: {memoryv1.ProposalApplyService_ServiceDesc.ServiceName},
@@ -492,7 +507,8 @@ func testRESTProposalFlow(t *testing.T, d *deployment) {
 	require.Equal(t, http.StatusOK, code)
 	p := got["proposal"].(map[string]any)
 	require.Equal(t, "normal", p["priority"])
-	require.Equal(t, "awaiting_review", p["reason"])
+	require.Equal(t, "flagged", p["reason"], "the semantic guard does not know the entity ref")
+	require.Contains(t, p["flags"].([]any)[0], "unknown_entity_ref")
 	require.Equal(t, "append", p["updates"].([]any)[0].(map[string]any)["operation"])
 	require.Equal(t, []any{"minio"}, p["entityRefs"])
 

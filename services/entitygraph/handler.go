@@ -305,8 +305,3 @@ func (h *handler) GetEntityHistory(ctx context.Context, req *memoryv1.GetEntityH
 	}
 	return resp, nil
 }
-
-// CheckProposal: the semantic guard arrives with issue #6.
-func (h *handler) CheckProposal(context.Context, *memoryv1.CheckProposalRequest) (*memoryv1.CheckProposalResponse, error) {
-	return nil, apierr.NotImplemented("the semantic guard (proposal check)", 6)
-}

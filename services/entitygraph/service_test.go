@@ -171,3 +171,28 @@ func TestExplainDecisionFollowsTheChain(t *testing.T) {
 	_, err = e.client.ExplainDecision(e.as([]auth.Role{auth.RoleAgent}, "other"), &memoryv1.ExplainDecisionRequest{DecisionId: "decision-2026-02-17-use-minio"})
 	require.Equal(t, codes.NotFound, status.Code(err), "another agent's decisions are invisible")
 }
+
+func TestSemanticGuard(t *testing.T) {
+	e := newEnv(t)
+	svc := e.as([]auth.Role{auth.RoleService}, "*")
+	e.commit(map[string]string{
+		"memory/a/facts.md": "# Facts: a\n\n## D\n- [[Redis]] caches sessions\n- Backups run nightly\n",
+		"memory/b/facts.md": "# Facts: b\n\n## D\n- [[Redis]] must be restarted weekly\n",
+	})
+	resp, err := e.client.CheckProposal(svc, &memoryv1.CheckProposalRequest{AgentId: "a", EntityRefs: []string{"redis", "unicorn"},
+		Updates: []*memoryv1.FileUpdate{
+			{File: "facts.md", Operation: memoryv1.Operation_OPERATION_APPEND, Content: "- backups   RUN nightly\n- something new"},
+			{File: "facts.md", Operation: memoryv1.Operation_OPERATION_REMOVE, Content: "- [[Redis]] caches sessions"},
+		}})
+	require.NoError(t, err)
+	kinds := map[string]*memoryv1.CheckFinding{}
+	for _, f := range resp.GetFindings() {
+		kinds[f.GetKind()] = f
+	}
+	require.Len(t, resp.GetFindings(), 3)
+	require.Contains(t, kinds[FindingUnknownRef].GetDetail(), "unicorn")
+	require.Equal(t, int32(0), kinds[FindingDuplicateFact].GetUpdateIndex())
+	require.Equal(t, []string{"memory/b/facts.md"}, kinds[FindingStillReferenced].GetRefs())
+	_, err = e.client.CheckProposal(e.as([]auth.Role{auth.RoleAgent}, "a"), &memoryv1.CheckProposalRequest{AgentId: "a"})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "the guard is for the write plane")
+}

@@ -73,7 +73,7 @@ func (h *handler) Propose(ctx context.Context, req *memoryv1.ProposeRequest) (*m
 	if p.Priority == memoryv1.Priority_PRIORITY_UNSPECIFIED {
 		p.Priority = memoryv1.Priority_PRIORITY_NORMAL
 	}
-	p.Flags = reviewFlags(updates)
+	p.Flags = append(reviewFlags(updates), h.guardFlags(ctx, p)...)
 	switch {
 	case p.ExpectedVersion != nil && p.GetExpectedVersion() != meta.Version:
 		p.Status, p.Reason = memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, memoryv1.StatusReason_STATUS_REASON_VERSION_CONFLICT
@@ -112,6 +112,31 @@ func proposeResponse(p *memoryv1.Proposal) *memoryv1.ProposeResponse {
 		ProposalId: p.GetProposalId(), Status: p.GetStatus(), AgentId: p.GetAgentId(),
 		CreatedAt: p.GetCreatedAt(), ReviewUrl: p.GetReviewUrl(), Proposal: p,
 	}
+}
+
+// guardTimeout bounds the semantic guard: a slow read plane must not stall
+// writes.
+const guardTimeout = 2 * time.Second
+
+// guardFlags asks the entity graph's semantic guard about a proposal. Its
+// findings send the proposal to a person; if the guard cannot answer, the
+// proposal goes on without it (logged) — the read plane never blocks writes.
+func (h *handler) guardFlags(ctx context.Context, p *memoryv1.Proposal) []string {
+	if h.svc.guard == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardTimeout)
+	defer cancel()
+	resp, err := h.svc.guard.CheckProposal(cctx, &memoryv1.CheckProposalRequest{AgentId: p.GetAgentId(), Updates: p.GetUpdates(), EntityRefs: p.GetEntityRefs()})
+	if err != nil {
+		h.svc.logger.Warn("semantic guard unavailable; proposal not checked", "agent", p.GetAgentId(), "err", err)
+		return nil
+	}
+	var flags []string
+	for _, f := range resp.GetFindings() {
+		flags = append(flags, "semantic guard: "+f.GetKind()+": "+f.GetDetail())
+	}
+	return flags
 }
 
 // reviewFlags lists why a proposal needs a person whatever the policy says.

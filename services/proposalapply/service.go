@@ -53,6 +53,8 @@ type Service struct {
 	engine *engine
 	hub    *hub
 	pusher *pusher
+	// guard is entity-graph's client for the semantic guard (nil: none).
+	guard memoryv1.EntityGraphServiceClient
 
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
@@ -124,6 +126,10 @@ func (s *Service) Stop() {
 	}
 	s.bg.Wait()
 }
+
+// SetGuard connects the semantic guard (entity-graph's CheckProposal);
+// call before Start.
+func (s *Service) SetGuard(c memoryv1.EntityGraphServiceClient) { s.guard = c }
 
 // Register adds the service's gRPC handlers to g.
 func (s *Service) Register(g *grpc.Server) {

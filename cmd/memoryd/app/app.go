@@ -112,6 +112,15 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 	if err := a.setupGRPC(verifier); err != nil {
 		return nil, err
 	}
+	if a.proposalApply != nil {
+		if addr := a.serviceAddr(ModuleEntityGraph); addr != "" {
+			conn, err := a.serviceConn("proposal-apply", addr)
+			if err != nil {
+				return nil, err
+			}
+			a.proposalApply.SetGuard(memoryv1.NewEntityGraphServiceClient(conn))
+		}
+	}
 	if cfg.Storage.MirrorURL != "" {
 		a.mirror = memrepo.NewMirror(cfg.Storage.MirrorURL, cfg.Storage.ReadRepoPath())
 		if addr := a.serviceAddr(ModuleProposalApply); addr != "" {

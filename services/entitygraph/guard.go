@@ -1,0 +1,96 @@
+package entitygraph
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/authz"
+	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/mdops"
+	"github.com/garden-bloom/memory/pkg/memlayout"
+)
+
+// Finding kinds of the semantic guard.
+const (
+	FindingUnknownRef      = "unknown_entity_ref"
+	FindingDuplicateFact   = "duplicate_fact"
+	FindingStillReferenced = "removal_still_referenced"
+)
+
+// normalizeFact compares facts the way a person would: case and spacing aside.
+func normalizeFact(s string) string {
+	return strings.ToLower(strings.Join(strings.Fields(strings.TrimPrefix(strings.TrimSpace(s), "- ")), " "))
+}
+
+// CheckProposal is the semantic guard (spec integration §3): entity refs
+// the graph does not know, facts that repeat ones the agent has (case and
+// spacing aside), and removals of facts linking entities that other agents'
+// memory still refers to. proposal-apply flags such proposals for a person.
+func (h *handler) CheckProposal(ctx context.Context, req *memoryv1.CheckProposalRequest) (*memoryv1.CheckProposalResponse, error) {
+	if _, err := authz.RequireRole(ctx, auth.RoleService, auth.RoleAdmin); err != nil {
+		return nil, err
+	}
+	agent := req.GetAgentId()
+	if !memlayout.ValidAgentID(agent) {
+		return nil, invalid("agentId", "agentId must be a slug")
+	}
+	resp := &memoryv1.CheckProposalResponse{}
+	h.svc.mu.RLock()
+	defer h.svc.mu.RUnlock()
+	for _, ref := range req.GetEntityRefs() {
+		if _, _, ok := h.svc.graph.Node(entitygraph.Slug(ref), timeZero); !ok {
+			resp.Findings = append(resp.Findings, &memoryv1.CheckFinding{Kind: FindingUnknownRef, UpdateIndex: -1,
+				Detail: fmt.Sprintf("entity ref %q is not in the entity graph", ref)})
+		}
+	}
+	var existing []mdops.Fact
+	if repo, err := h.svc.repo.Get(); err == nil {
+		if head, err := repo.Head(ctx); err == nil {
+			if data, err := repo.ReadFile(ctx, head, memlayout.AgentDir(agent)+memlayout.FactsFile); err == nil {
+				existing = mdops.ParseFacts(string(data))
+			}
+		}
+	}
+	known := map[string]string{}
+	for _, f := range existing {
+		known[normalizeFact(f.Text)] = f.Text
+	}
+	for i, u := range req.GetUpdates() {
+		if u.GetFile() != memlayout.FactsFile {
+			continue
+		}
+		switch u.GetOperation() {
+		case memoryv1.Operation_OPERATION_APPEND:
+			for _, line := range strings.Split(u.GetContent(), "\n") {
+				if was, ok := known[normalizeFact(line)]; ok && strings.TrimSpace(line) != "" {
+					resp.Findings = append(resp.Findings, &memoryv1.CheckFinding{Kind: FindingDuplicateFact, UpdateIndex: int32(i),
+						Detail: fmt.Sprintf("%q repeats the existing fact %q", strings.TrimSpace(line), was)})
+				}
+			}
+		case memoryv1.Operation_OPERATION_REMOVE:
+			for _, m := range entitygraph.Extract(memlayout.AgentDir(agent)+memlayout.FactsFile, "- "+strings.TrimPrefix(strings.TrimSpace(u.GetContent()), "- ")+"\n") {
+				if m.Relation != entitygraph.RelRefersTo {
+					continue
+				}
+				n, _, ok := h.svc.graph.Node(m.EntityID, timeZero)
+				if !ok {
+					continue
+				}
+				var others []string
+				for _, r := range n.Refs {
+					if !strings.HasPrefix(r, memlayout.AgentDir(agent)) && !strings.HasPrefix(r, memlayout.LogicDir(agent)) {
+						others = append(others, r)
+					}
+				}
+				if len(others) > 0 {
+					resp.Findings = append(resp.Findings, &memoryv1.CheckFinding{Kind: FindingStillReferenced, UpdateIndex: int32(i), Refs: others,
+						Detail: fmt.Sprintf("removing a fact about %q, which %d other file(s) still refer to", n.Label, len(others))})
+				}
+			}
+		}
+	}
+	return resp, nil
+}
