@@ -4,9 +4,13 @@
 package entitygraph
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -33,7 +37,13 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Poll is how often main is checked besides the stream; 0 = 1 s.
 	Poll time.Duration
+	// StateDir keeps the graph's snapshot, so a restart resumes instead of
+	// replaying all history ("" = no snapshot).
+	StateDir string
 }
+
+// saveEvery bounds how often the snapshot is rewritten.
+const saveEvery = 5 * time.Second
 
 // Service is the entity-graph service.
 type Service struct {
@@ -45,6 +55,7 @@ type Service struct {
 	mu    sync.RWMutex // the graph is not safe for concurrent use
 	graph *entitygraph.Graph
 	last  plumbing.Hash
+	saved plumbing.Hash // the commit the snapshot on disk is at
 
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
@@ -89,19 +100,104 @@ func (s *Service) notify() {
 }
 
 func (s *Service) loop(ctx context.Context) {
+	s.load()
 	t := time.NewTicker(s.deps.Poll)
 	defer t.Stop()
+	lastSave := time.Now()
 	for {
 		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
 			s.logger.Debug("entity graph catch-up failed; will retry", "err", err)
 		}
+		if time.Since(lastSave) >= saveEvery {
+			s.save()
+			lastSave = time.Now()
+		}
 		select {
 		case <-ctx.Done():
+			s.save()
 			return
 		case <-s.kick:
 		case <-t.C:
 		}
 	}
+}
+
+// snapshotFile holds a graph snapshot and the commit it is at.
+type snapshotFile struct {
+	Commit string
+	Graph  []byte
+}
+
+func (s *Service) snapshotPath() string { return filepath.Join(s.deps.StateDir, "graph.snapshot") }
+
+// load resumes from the snapshot on disk, if any; catchUp then applies the
+// commits after it (or rebuilds if its commit is no longer on main).
+func (s *Service) load() {
+	if s.deps.StateDir == "" {
+		return
+	}
+	data, err := os.ReadFile(s.snapshotPath())
+	if err != nil {
+		return
+	}
+	var f snapshotFile
+	g := entitygraph.New()
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&f); err != nil || g.UnmarshalBinary(f.Graph) != nil {
+		s.logger.Warn("entity graph snapshot unreadable; rebuilding from history", "path", s.snapshotPath())
+		return
+	}
+	s.mu.Lock()
+	s.graph, s.last, s.saved = g, plumbing.NewHash(f.Commit), plumbing.NewHash(f.Commit)
+	s.mu.Unlock()
+	s.logger.Info("entity graph resumed from its snapshot", "commit", f.Commit)
+}
+
+// save writes the snapshot atomically when the graph moved since the last one.
+func (s *Service) save() {
+	if s.deps.StateDir == "" {
+		return
+	}
+	s.mu.RLock()
+	if s.last == s.saved || s.last.IsZero() {
+		s.mu.RUnlock()
+		return
+	}
+	last := s.last
+	g, err := s.graph.MarshalBinary()
+	s.mu.RUnlock()
+	if err == nil {
+		err = writeAtomic(s.snapshotPath(), snapshotFile{Commit: last.String(), Graph: g})
+	}
+	if err != nil {
+		s.logger.Warn("entity graph snapshot not saved", "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.saved = last
+	s.mu.Unlock()
+}
+
+func writeAtomic(path string, v snapshotFile) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".graph-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := gob.NewEncoder(tmp).Encode(v); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // catchUp applies, oldest first, the first-parent commits after the last

@@ -319,7 +319,8 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 		case ModuleSearchIndex:
 			// registered by setupSearchIndex, which needs the listener
 		case ModuleEntityGraph:
-			deps := entitygraph.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Logger: a.logger}
+			deps := entitygraph.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Logger: a.logger,
+				StateDir: filepath.Join(a.cfg.Storage.DataDir, "entity-graph")}
 			if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
 				conn, err := a.serviceConn("entity-graph", addr)
 				if err != nil {
