@@ -123,6 +123,41 @@ type Graph struct {
 	edges   map[edgeKey]*edgeState
 	files   map[string]*fileState
 	history map[string][]FactChange
+	// adj lists, per node, the keys of every edge touching it (keys are
+	// never removed: closed intervals stay), so queries touch only the
+	// edges around a node rather than the whole history.
+	adj map[string][]edgeKey
+}
+
+// indexEdge records a new edge key in the adjacency index.
+func (g *Graph) indexEdge(k edgeKey) {
+	g.adj[k.from] = append(g.adj[k.from], k)
+	if k.to != k.from {
+		g.adj[k.to] = append(g.adj[k.to], k)
+	}
+}
+
+// edgesOf returns the intervals of every edge touching id, visible at at,
+// and (when allow is non-empty) of an allowed relation.
+func (g *Graph) edgesOf(id string, at time.Time, allow map[string]bool) []Edge {
+	var out []Edge
+	for _, k := range g.adj[id] {
+		if len(allow) > 0 && !allow[k.rel] {
+			continue
+		}
+		es := g.edges[k]
+		for _, e := range es.closed {
+			if visible(e, at) {
+				out = append(out, e)
+			}
+		}
+		if es.open {
+			if e := es.current(k); visible(e, at) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // New returns an empty graph.
@@ -132,6 +167,7 @@ func New() *Graph {
 		edges:   map[edgeKey]*edgeState{},
 		files:   map[string]*fileState{},
 		history: map[string][]FactChange{},
+		adj:     map[string][]edgeKey{},
 	}
 }
 
@@ -220,6 +256,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 			if es == nil {
 				es = &edgeState{live: map[string]Evidence{}, ivEv: map[string]Evidence{}}
 				g.edges[k] = es
+				g.indexEdge(k)
 			}
 			if _, seen := wasOpen[k]; !seen {
 				wasOpen[k] = es.open
@@ -463,12 +500,8 @@ func (g *Graph) Node(id string, at time.Time) (Node, []Edge, bool) {
 	if n == nil || !n.existsAt(at) {
 		return Node{}, nil, false
 	}
-	var es []Edge
-	for _, e := range g.allEdges() {
-		if (e.From == n.id || e.To == n.id) && visible(e, at) {
-			es = append(es, e)
-		}
-	}
+	es := g.edgesOf(n.id, at, nil)
+	sortEdges(es)
 	return n.export(), es, true
 }
 
@@ -521,13 +554,6 @@ func (g *Graph) Neighbors(id string, depth int, relations []string, at time.Time
 	for _, r := range relations {
 		allow[r] = true
 	}
-	adj := map[string][]Edge{}
-	for _, e := range g.allEdges() {
-		if visible(e, at) && (len(allow) == 0 || allow[e.Relation]) {
-			adj[e.From] = append(adj[e.From], e)
-			adj[e.To] = append(adj[e.To], e)
-		}
-	}
 	seen := map[string]bool{start: true}
 	type ekey struct {
 		k    edgeKey
@@ -539,7 +565,7 @@ func (g *Graph) Neighbors(id string, depth int, relations []string, at time.Time
 	for d := 0; d < depth && len(frontier) > 0; d++ {
 		var next []string
 		for _, cur := range frontier {
-			for _, e := range adj[cur] {
+			for _, e := range g.edgesOf(cur, at, allow) {
 				if k := (ekey{edgeKey{e.From, e.To, e.Relation}, e.ValidFrom}); !walked[k] {
 					walked[k] = true
 					edges = append(edges, e)

@@ -121,7 +121,9 @@ func (g *Graph) UnmarshalBinary(data []byte) error {
 		if ivEv == nil {
 			ivEv = map[string]Evidence{}
 		}
-		fresh.edges[edgeKey{e.From, e.To, e.Rel}] = &edgeState{closed: e.Closed, open: e.Open, from: e.Since, live: live, ivEv: ivEv}
+		k := edgeKey{e.From, e.To, e.Rel}
+		fresh.edges[k] = &edgeState{closed: e.Closed, open: e.Open, from: e.Since, live: live, ivEv: ivEv}
+		fresh.indexEdge(k)
 	}
 	for _, f := range s.Files {
 		fs := &fileState{nodes: set(f.Nodes), edges: map[edgeKey]int{}}
