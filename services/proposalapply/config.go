@@ -28,6 +28,9 @@ type Config struct {
 	WatchPoll time.Duration
 	// MaxUpdates bounds the updates of one proposal.
 	MaxUpdates int
+	// BackupEvery writes a git bundle to the object store on a schedule
+	// (0 = only on demand).
+	BackupEvery time.Duration
 }
 
 // RegisterFlags adds proposal-apply's flags.
@@ -41,6 +44,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.GitCredentialsFile, "git-credentials-file", "", "file with user:password for --git-remote-url (proposal-apply only)")
 	fs.DurationVar(&c.WatchPoll, "watch-poll", 500*time.Millisecond, "how often the commit stream checks main for commits made with plain git")
 	fs.IntVar(&c.MaxUpdates, "max-updates", 50, "most updates one proposal may carry")
+	fs.DurationVar(&c.BackupEvery, "backup-every", 0, "write a git bundle of the monorepo to git-backup/ in the object store this often (0 = only on demand)")
 }
 
 // Validate checks the configuration.
@@ -50,6 +54,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WatchPoll <= 0 {
 		return errors.New("--watch-poll must be positive")
+	}
+	if c.BackupEvery < 0 {
+		return errors.New("--backup-every must not be negative")
 	}
 	if c.MaxUpdates <= 0 {
 		return errors.New("--max-updates must be positive")

@@ -465,8 +465,3 @@ func (h *handler) ListSnapshots(context.Context, *memoryv1.ListSnapshotsRequest)
 func (h *handler) RestoreSnapshot(context.Context, *memoryv1.RestoreSnapshotRequest) (*memoryv1.RestoreSnapshotResponse, error) {
 	return nil, apierr.NotImplemented("snapshot restore", 7)
 }
-
-// CreateBackup: git backup arrives with issue #7.
-func (h *handler) CreateBackup(context.Context, *memoryv1.CreateBackupRequest) (*memoryv1.CreateBackupResponse, error) {
-	return nil, apierr.NotImplemented("git backup", 7)
-}

@@ -42,6 +42,7 @@ type Deps struct {
 // Service is the proposal-apply service.
 type Service struct {
 	cfg     Config
+	blobs   blob.Store
 	repo    *memrepo.Repo
 	store   *proposalstore.Store
 	counter *tokens.Counter
@@ -87,7 +88,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: cfg, repo: d.Repo, store: store, counter: counter, now: now, logger: logger,
+		cfg: cfg, blobs: d.Blobs, repo: d.Repo, store: store, counter: counter, now: now, logger: logger,
 		facts: newFactTimes(d.Blobs, now), metrics: newMetrics(d.MeterProvider),
 		hub: newHub(d.Repo, logger, cfg.WatchPoll), pusher: p,
 	}
@@ -106,6 +107,9 @@ func (s *Service) Start(ctx context.Context) error {
 	s.bg.Go(func() { s.hub.run(ctx) })
 	s.bg.Go(func() { s.pusher.run(ctx) })
 	s.bg.Go(func() { s.facts.run(ctx, 2*time.Second, s.logger) })
+	if s.cfg.BackupEvery > 0 {
+		s.bg.Go(func() { s.backupLoop(ctx, s.cfg.BackupEvery) })
+	}
 	if err := s.engine.recover(ctx); err != nil {
 		return fmt.Errorf("proposal-apply: recovery: %w", err)
 	}
