@@ -14,6 +14,8 @@ PROTOC_GEN_GO_VERSION       := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION  := v1.6.2
 GRPC_GATEWAY_VERSION        := v2.32.0
 GRPCURL_VERSION             := v1.9.4
+# The MinIO server the S3 driver's tests run against (real, on loopback).
+MINIO_VERSION               := v0.0.0-20260212201848-7aac2a2c5b7c
 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/garden-bloom/memory/cmd/memoryd/app.Version=$(VERSION)
@@ -35,12 +37,14 @@ $(BIN)/.grpc-gateway-$(GRPC_GATEWAY_VERSION):
 	$(GO) install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION) && touch $@
 $(BIN)/.grpcurl-$(GRPCURL_VERSION):
 	$(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION) && touch $@
+$(BIN)/.minio-$(MINIO_VERSION):
+	$(GO) install github.com/minio/minio@$(MINIO_VERSION) && touch $@
 
 PROTO_TOOLS := $(BIN)/.buf-$(BUF_VERSION) $(BIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
 	$(BIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(BIN)/.grpc-gateway-$(GRPC_GATEWAY_VERSION)
 
 ## tools: install every pinned tool into ./bin
-tools: $(PROTO_TOOLS) $(BIN)/.grpcurl-$(GRPCURL_VERSION)
+tools: $(PROTO_TOOLS) $(BIN)/.grpcurl-$(GRPCURL_VERSION) $(BIN)/.minio-$(MINIO_VERSION)
 
 ## generate: regenerate gen/ (Go, grpc-gateway, OpenAPI) from proto/
 generate: $(PROTO_TOOLS)
@@ -72,9 +76,10 @@ run: build
 	echo ""
 	$(BIN)/memoryd --data-dir $(DATA_DIR)
 
-## test: every test, including the multi-process integration tests
-test: build
-	$(GO) test -race -count=1 ./...
+## test: every test, including the multi-process integration tests and the
+## S3 driver against a real MinIO server (built once into ./bin)
+test: build $(BIN)/.minio-$(MINIO_VERSION)
+	MINIO_BIN=$(BIN)/minio $(GO) test -race -count=1 ./...
 
 ## bench: benchmarks (figures, never pass/fail in unit tests)
 bench:

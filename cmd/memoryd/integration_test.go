@@ -31,6 +31,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/blob/blobtest"
 	"github.com/garden-bloom/memory/pkg/telemetry"
 )
 
@@ -66,6 +67,8 @@ type deployment struct {
 	processes map[string][]string
 	httpAddr  string
 	dataDir   string
+	// objects is the object store the suite uses (a folder, or a MinIO bucket).
+	objects blob.Store
 }
 
 var serviceNames = []string{
@@ -112,7 +115,7 @@ func startInProcessWith(t testing.TB, extra ...string) *deployment {
 	return &deployment{
 		grpcAddr:  allAt(a.GRPCAddr()),
 		processes: map[string][]string{a.GRPCAddr(): serviceNames},
-		httpAddr:  a.HTTPAddr(), dataDir: dataDir,
+		httpAddr:  a.HTTPAddr(), dataDir: dataDir, objects: folderObjects(t, dataDir),
 	}
 }
 
@@ -167,7 +170,7 @@ func startBinary(t *testing.T, dataDir string, args ...string) process {
 	t.Helper()
 	cmd := exec.Command(memorydBin, append([]string{"--data-dir", dataDir,
 		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--search-sources-poll", "100ms"}, args...)...)
-	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=")
+	cmd.Env = append(append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="), extraEnv...)
 	ready, dump := watchLogs(t, cmd)
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
@@ -200,8 +203,35 @@ func startBinaryAll(t *testing.T) *deployment {
 	dataDir := t.TempDir()
 	p := startBinary(t, dataDir, "--target=all")
 	return &deployment{grpcAddr: allAt(p.grpcAddr), processes: map[string][]string{p.grpcAddr: serviceNames},
-		httpAddr: p.httpAddr, dataDir: dataDir}
+		httpAddr: p.httpAddr, dataDir: dataDir, objects: folderObjects(t, dataDir)}
 }
+
+// folderObjects is the embedded default object store of a data dir.
+func folderObjects(t testing.TB, dataDir string) blob.Store {
+	s, err := blob.NewFS(filepath.Join(dataDir, "objects"))
+	require.NoError(t, err)
+	return s
+}
+
+// startBinaryAllOnMinIO runs --target=all with its object store in a bucket
+// of a real MinIO server: proposals, sources, the fact index all live there.
+func startBinaryAllOnMinIO(t *testing.T) *deployment {
+	endpoint := blobtest.StartMinIO(t)
+	url := fmt.Sprintf("s3://suite-%d/memory?endpoint=%s&secure=false", time.Now().UnixNano(), endpoint)
+	access, _ := blobtest.MinIOEnv("AWS_ACCESS_KEY_ID")
+	secret, _ := blobtest.MinIOEnv("AWS_SECRET_ACCESS_KEY")
+	dataDir := t.TempDir()
+	extraEnv = []string{"AWS_ACCESS_KEY_ID=" + access, "AWS_SECRET_ACCESS_KEY=" + secret}
+	p := startBinary(t, dataDir, "--target=all", "--objects-url", url)
+	extraEnv = nil
+	objects, err := blob.NewS3(context.Background(), url, blobtest.MinIOEnv)
+	require.NoError(t, err)
+	return &deployment{grpcAddr: allAt(p.grpcAddr), processes: map[string][]string{p.grpcAddr: serviceNames},
+		httpAddr: p.httpAddr, dataDir: dataDir, objects: objects}
+}
+
+// extraEnv is added to the environment of the next startBinary.
+var extraEnv []string
 
 // startSplit runs the write plane and the read plane as two processes; the
 // read process serves the REST edge and reaches proposal-apply over gRPC.
@@ -216,7 +246,7 @@ func startSplit(t *testing.T) *deployment {
 	d := &deployment{grpcAddr: map[string]string{}, processes: map[string][]string{
 		r.grpcAddr: readServices,
 		w.grpcAddr: {memoryv1.ProposalApplyService_ServiceDesc.ServiceName},
-	}, httpAddr: r.httpAddr, dataDir: dataDir}
+	}, httpAddr: r.httpAddr, dataDir: dataDir, objects: folderObjects(t, dataDir)}
 	for _, s := range readServices {
 		d.grpcAddr[s] = r.grpcAddr
 	}
@@ -229,6 +259,7 @@ func TestSuite(t *testing.T) {
 		"in-process all":    startInProcess,
 		"binary all":        startBinaryAll,
 		"binary read+write": startSplit,
+		"binary all on MinIO": startBinaryAllOnMinIO,
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := start(t)
@@ -275,10 +306,15 @@ func testEmbeddedDefault(t *testing.T, d *deployment) {
 	out, err = exec.Command("git", "--git-dir", repo, "show", "main:README.md").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Contains(t, string(out), "memory/")
-	fi, err := os.Stat(filepath.Join(d.dataDir, "objects"))
-	require.NoError(t, err)
-	require.True(t, fi.IsDir())
-	fi, err = os.Stat(filepath.Join(d.dataDir, "auth.secret"))
+	if _, local := d.objects.(*blob.FS); local {
+		fi, err := os.Stat(filepath.Join(d.dataDir, "objects"))
+		require.NoError(t, err)
+		require.True(t, fi.IsDir())
+	} else {
+		_, err := os.Stat(filepath.Join(d.dataDir, "objects"))
+		require.True(t, os.IsNotExist(err), "with --objects-url nothing goes to the local folder")
+	}
+	fi, err := os.Stat(filepath.Join(d.dataDir, "auth.secret"))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 }
@@ -613,7 +649,7 @@ func testRESTRead(t *testing.T, d *deployment) {
 	// The wide read returned facts: context-assembly reports their use to
 	// proposal-apply, whose eviction index records it.
 	require.Eventually(t, func() bool {
-		data, err := os.ReadFile(filepath.Join(d.dataDir, "objects", "data", "fact-index", "garden-bloom-curator.json"))
+		data, _, err := blob.GetBytes(context.Background(), d.objects, "fact-index/garden-bloom-curator.json")
 		return err == nil && strings.Contains(string(data), `"used"`)
 	}, 20*time.Second, 50*time.Millisecond, "fact usage reaches the write plane")
 
@@ -642,9 +678,8 @@ func testRESTRead(t *testing.T, d *deployment) {
 // then the agent's sources and search hits by score, within the budget.
 func testRESTContext(t *testing.T, d *deployment) {
 	svc := token(t, d, auth.RoleService)
-	blobs, err := blob.NewFS(filepath.Join(d.dataDir, "objects"))
-	require.NoError(t, err)
-	_, err = blob.PutBytes(context.Background(), blobs, "agents/searcher/sources/zebrafish-guide.md",
+	blobs := d.objects
+	_, err := blob.PutBytes(context.Background(), blobs, "agents/searcher/sources/zebrafish-guide.md",
 		[]byte("# Zebrafish guide\n\nZebrafish snapshots are archived for ninety days.\n"), blob.PutOptions{})
 	require.NoError(t, err)
 	_, err = blob.PutBytes(context.Background(), blobs, "agents/searcher/sources/unrelated.md",

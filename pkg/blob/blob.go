@@ -20,6 +20,7 @@ import (
 	"io"
 	"iter"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -224,7 +225,7 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 		}
 		return NewFS(p)
 	case "s3":
-		return nil, fmt.Errorf("%w: s3 driver not available yet (%q)", ErrUnsupportedScheme, rawURL)
+		return NewS3(ctx, rawURL, os.LookupEnv)
 	default:
 		return nil, fmt.Errorf("%w: unknown scheme %q in %q", ErrUnsupportedScheme, u.Scheme, rawURL)
 	}

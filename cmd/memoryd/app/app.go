@@ -59,6 +59,7 @@ type App struct {
 	entityGraph     *entitygraph.Service
 	writerLock      *os.File
 	mirror          *memrepo.Mirror
+	objects         blob.Store
 	mirrorFeed      memoryv1.ProposalApplyServiceClient
 	signer          *auth.Signer
 
@@ -103,6 +104,10 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 
+	// One object store for every module; an S3 bucket is created when missing.
+	if a.objects, err = blob.Open(ctx, cfg.Storage.Objects()); err != nil {
+		return nil, fmt.Errorf("--objects-url: %w", err)
+	}
 	if mods.Has(ModuleProposalApply) {
 		if err := a.setupWritePlane(ctx); err != nil {
 			return nil, err
@@ -167,12 +172,8 @@ func (a *App) setupWritePlane(ctx context.Context) error {
 		return fmt.Errorf("memory repo: %w", err)
 	}
 	a.logger.Info("memory repo ready", "path", cfg.Storage.RepoPath(), "head", head.String())
-	blobs, err := blob.NewFS(cfg.Storage.ObjectsPath())
-	if err != nil {
-		return fmt.Errorf("object store: %w", err)
-	}
 	a.proposalApply, err = proposalapply.New(ctx, cfg.ProposalApply, proposalapply.Deps{
-		Repo: repo, Blobs: blobs, Logger: a.logger, MeterProvider: a.tel.MeterProvider(), LookupEnv: os.LookupEnv,
+		Repo: repo, Blobs: a.objects, Logger: a.logger, MeterProvider: a.tel.MeterProvider(), LookupEnv: os.LookupEnv,
 	})
 	return err
 }
@@ -217,11 +218,7 @@ func (a *App) followMirror(ctx context.Context) {
 // client of search-index (query hints) and the object store (sources).
 func (a *App) setupContextAssembly(g *grpc.Server) error {
 	deps := contextassembly.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Logger: a.logger, TokenEncoding: a.cfg.ProposalApply.TokenEncoding}
-	blobs, err := blob.NewFS(a.cfg.Storage.ObjectsPath())
-	if err != nil {
-		return fmt.Errorf("object store: %w", err)
-	}
-	deps.Blobs = blobs
+	deps.Blobs = a.objects
 	if addr := a.serviceAddr(ModuleSearchIndex); addr != "" {
 		conn, err := a.serviceConn("context-assembly", addr)
 		if err != nil {
@@ -236,8 +233,8 @@ func (a *App) setupContextAssembly(g *grpc.Server) error {
 		}
 		deps.Usage = memoryv1.NewProposalApplyServiceClient(conn)
 	}
-	a.contextAssembly, err = contextassembly.New(deps)
-	if err != nil {
+	var err error
+	if a.contextAssembly, err = contextassembly.New(deps); err != nil {
 		return err
 	}
 	a.contextAssembly.Register(g)
@@ -263,11 +260,7 @@ func (a *App) serviceConn(caller, addr string) (*grpc.ClientConn, error) {
 // commit stream with a service token of its own.
 func (a *App) setupSearchIndex() error {
 	cfg := a.cfg
-	blobs, err := blob.NewFS(cfg.Storage.ObjectsPath())
-	if err != nil {
-		return fmt.Errorf("object store: %w", err)
-	}
-	deps := searchindex.Deps{RepoPath: cfg.Storage.ReadRepoPath(), Blobs: blobs, Logger: a.logger}
+	deps := searchindex.Deps{RepoPath: cfg.Storage.ReadRepoPath(), Blobs: a.objects, Logger: a.logger}
 	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
 		conn, err := a.serviceConn("search-index", addr)
 		if err != nil {
@@ -275,8 +268,8 @@ func (a *App) setupSearchIndex() error {
 		}
 		deps.Commits = memoryv1.NewProposalApplyServiceClient(conn)
 	}
-	a.searchIndex, err = searchindex.New(cfg.SearchIndex, deps)
-	if err != nil {
+	var err error
+	if a.searchIndex, err = searchindex.New(cfg.SearchIndex, deps); err != nil {
 		return fmt.Errorf("search index: %w", err)
 	}
 	a.searchIndex.Register(a.grpcSrv.GRPC())

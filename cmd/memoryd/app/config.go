@@ -44,6 +44,10 @@ type StorageConfig struct {
 	// read-only mirror of this remote instead of opening memory.git.
 	MirrorURL  string
 	MirrorPoll time.Duration
+	// ObjectsURL is the object store: file:///path (default <data-dir>/objects)
+	// or s3://bucket[/prefix]?endpoint=host:port&secure=false with
+	// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY in the environment.
+	ObjectsURL string
 }
 
 // RegisterFlags adds the storage flags.
@@ -51,6 +55,7 @@ func (c *StorageConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory of the embedded default: memory.git, objects/, auth.secret")
 	fs.StringVar(&c.MirrorURL, "repo-mirror-url", "", "read targets only: follow this remote in <data-dir>/mirror.git instead of opening <data-dir>/memory.git")
 	fs.DurationVar(&c.MirrorPoll, "repo-mirror-poll", time.Second, "how often the mirror fetches from --repo-mirror-url")
+	fs.StringVar(&c.ObjectsURL, "objects-url", "", "object store: file:///path (default <data-dir>/objects) or s3://bucket[/prefix]?endpoint=host:port&secure=false (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)")
 }
 
 // RepoPath is the canonical bare repository.
@@ -65,8 +70,16 @@ func (c *StorageConfig) ReadRepoPath() string {
 	return c.RepoPath()
 }
 
-// ObjectsPath is the local object-store folder.
+// ObjectsPath is the local object-store folder of the embedded default.
 func (c *StorageConfig) ObjectsPath() string { return filepath.Join(c.DataDir, "objects") }
+
+// Objects is the effective object-store URL.
+func (c *StorageConfig) Objects() string {
+	if c.ObjectsURL != "" {
+		return c.ObjectsURL
+	}
+	return c.ObjectsPath()
+}
 
 // Validate checks the storage flags.
 func (c *StorageConfig) Validate() error {

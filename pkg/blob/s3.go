@@ -1,0 +1,188 @@
+package blob
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// S3 is the Store on MinIO or any S3-compatible service (minio-go), the
+// production object store. Keys live under an optional prefix of one bucket,
+// which is created when missing.
+type S3 struct {
+	client *minio.Client
+	bucket string
+	prefix string
+}
+
+// NewS3 opens s3://bucket[/prefix]?endpoint=host:port&secure=false&region=…
+// with credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (lookupEnv;
+// never from the URL, so they never reach logs or /status/config).
+func NewS3(ctx context.Context, rawURL string, lookupEnv func(string) (string, bool)) (*S3, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || !strings.EqualFold(u.Scheme, "s3") || u.Host == "" {
+		return nil, fmt.Errorf("%w: want s3://bucket[/prefix]?endpoint=host:port, got %q", ErrUnsupportedScheme, rawURL)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("%w: put S3 credentials in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, not in the URL", ErrUnsupportedScheme)
+	}
+	q := u.Query()
+	endpoint := q.Get("endpoint")
+	if endpoint == "" {
+		endpoint = "s3.amazonaws.com"
+	}
+	secure := q.Get("secure") != "false"
+	access, _ := lookupEnv("AWS_ACCESS_KEY_ID")
+	secret, _ := lookupEnv("AWS_SECRET_ACCESS_KEY")
+	client, err := minio.New(endpoint, &minio.Options{
+		Creds:  credentials.NewStaticV4(access, secret, ""),
+		Secure: secure,
+		Region: q.Get("region"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("blob: s3 client: %w", err)
+	}
+	s := &S3{client: client, bucket: u.Host, prefix: strings.Trim(u.Path, "/")}
+	if s.prefix != "" {
+		s.prefix += "/"
+	}
+	exists, err := client.BucketExists(ctx, s.bucket)
+	if err != nil {
+		return nil, fmt.Errorf("blob: s3 bucket %q: %w", s.bucket, err)
+	}
+	if !exists {
+		if err := client.MakeBucket(ctx, s.bucket, minio.MakeBucketOptions{Region: q.Get("region")}); err != nil {
+			if resp := minio.ToErrorResponse(err); resp.Code != "BucketAlreadyOwnedByYou" && resp.Code != "BucketAlreadyExists" {
+				return nil, fmt.Errorf("blob: create bucket %q: %w", s.bucket, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *S3) info(key string, o minio.ObjectInfo) Info {
+	ct := o.ContentType
+	if ct == "" {
+		ct = DefaultContentType
+	}
+	return Info{Key: key, Size: o.Size, ETag: strings.Trim(o.ETag, `"`), ModTime: o.LastModified, ContentType: ct}
+}
+
+func notFound(err error) bool {
+	code := minio.ToErrorResponse(err).Code
+	return code == "NoSuchKey" || code == "NotFound"
+}
+
+// Put stores r under key.
+func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts PutOptions) (Info, error) {
+	if err := ValidateKey(key); err != nil {
+		return Info{}, err
+	}
+	ct := opts.ContentType
+	if ct == "" {
+		ct = DefaultContentType
+	}
+	if size < 0 {
+		// Spool to learn the size: a single-part upload keeps the ETag the
+		// MD5 of the content, as the Store contract says (multipart ETags
+		// are not).
+		f, err := os.CreateTemp("", "blob-put-")
+		if err != nil {
+			return Info{}, err
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		if size, err = io.Copy(f, r); err != nil {
+			return Info{}, fmt.Errorf("blob: put %s: %w", key, err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return Info{}, err
+		}
+		r = f
+	}
+	if _, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, r, size,
+		minio.PutObjectOptions{ContentType: ct, DisableMultipart: true}); err != nil {
+		return Info{}, fmt.Errorf("blob: put %s: %w", key, err)
+	}
+	return s.Stat(ctx, key) // the stored ETag, size and time, as Get will see them
+}
+
+// Get opens key for reading; the Info comes from the same response as the
+// content, so a concurrent Put can never pair one version's ETag with
+// another's bytes.
+func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Info, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, Info{}, err
+	}
+	// One plain GET (minio.Core): one response carries both the bytes and
+	// the ETag, with no lazy re-requests that could meet a newer version.
+	body, o, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.bucket, s.prefix+key, minio.GetObjectOptions{})
+	if notFound(err) {
+		return nil, Info{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	if err != nil {
+		return nil, Info{}, fmt.Errorf("blob: get %s: %w", key, err)
+	}
+	return body, s.info(key, o), nil
+}
+
+// Stat describes key.
+func (s *S3) Stat(ctx context.Context, key string) (Info, error) {
+	if err := ValidateKey(key); err != nil {
+		return Info{}, err
+	}
+	o, err := s.client.StatObject(ctx, s.bucket, s.prefix+key, minio.StatObjectOptions{})
+	if notFound(err) {
+		return Info{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	if err != nil {
+		return Info{}, fmt.Errorf("blob: stat %s: %w", key, err)
+	}
+	return s.info(key, o), nil
+}
+
+// Delete removes key; a missing key is not an error.
+func (s *S3) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := s.client.RemoveObject(ctx, s.bucket, s.prefix+key, minio.RemoveObjectOptions{}); err != nil && !notFound(err) {
+		return fmt.Errorf("blob: delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// List yields the objects under prefix in key order (S3 lists sorted).
+func (s *S3) List(ctx context.Context, prefix string) iter.Seq2[Info, error] {
+	return func(yield func(Info, error) bool) {
+		if err := validatePrefix(prefix); err != nil {
+			yield(Info{}, err)
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel() // stops minio's listing goroutine when the caller stops early
+		// S3 servers refuse some partial prefixes ("a/." looks like a path
+		// component to MinIO), so list from the last "/" and filter here.
+		dir := prefix[:strings.LastIndex(prefix, "/")+1]
+		for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix + dir, Recursive: true}) {
+			if o.Err != nil {
+				yield(Info{}, fmt.Errorf("blob: list %s: %w", prefix, o.Err))
+				return
+			}
+			key := strings.TrimPrefix(o.Key, s.prefix)
+			if !strings.HasPrefix(key, prefix) {
+				continue
+			}
+			if !yield(s.info(key, o), nil) {
+				return
+			}
+		}
+	}
+}
