@@ -256,9 +256,9 @@ func startSplit(t *testing.T) *deployment {
 
 func TestSuite(t *testing.T) {
 	for name, start := range map[string]func(*testing.T) *deployment{
-		"in-process all":    startInProcess,
-		"binary all":        startBinaryAll,
-		"binary read+write": startSplit,
+		"in-process all":      startInProcess,
+		"binary all":          startBinaryAll,
+		"binary read+write":   startSplit,
 		"binary all on MinIO": startBinaryAllOnMinIO,
 	} {
 		t.Run(name, func(t *testing.T) {
