@@ -4,25 +4,21 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 )
 
@@ -30,7 +26,7 @@ type env struct {
 	t      *testing.T
 	repo   *memrepo.Repo
 	client memoryv1.ContextAssemblyServiceClient
-	signer *auth.Signer
+	server *grpctest.Server
 	when   time.Time
 }
 
@@ -39,25 +35,13 @@ func newEnv(t *testing.T) *env {
 	require.NoError(t, err)
 	svc, err := New(Deps{RepoPath: repo.Path(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
-	secret := []byte(strings.Repeat("c", 64))
-	signer, _ := auth.NewSigner(secret)
-	v, _ := auth.NewVerifier(secret)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(v, nil)))
-	svc.Register(srv)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close(); srv.Stop() })
-	return &env{t: t, repo: repo, client: memoryv1.NewContextAssemblyServiceClient(conn), signer: signer,
+	server := grpctest.Serve(t, svc.Register)
+	return &env{t: t, repo: repo, client: memoryv1.NewContextAssemblyServiceClient(server.Conn), server: server,
 		when: time.Date(2026, 2, 17, 9, 0, 0, 0, time.UTC)}
 }
 
 func (e *env) ctx(roles []auth.Role, agents ...string) context.Context {
-	tok, err := e.signer.Mint("t", roles, agents, time.Hour)
-	require.NoError(e.t, err)
-	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+	return e.server.As(e.t, "t", roles, agents...)
 }
 
 func (e *env) svc() context.Context { return e.ctx([]auth.Role{auth.RoleService}, "*") }
@@ -292,16 +276,8 @@ func TestRepositoryUnavailableAnswersWithRetryInfo(t *testing.T) {
 	e := newEnv(t)
 	svc, err := New(Deps{RepoPath: filepath.Join(t.TempDir(), "gone.git"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(mustVerifier(t), nil)))
-	svc.Register(srv)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = memoryv1.NewContextAssemblyServiceClient(conn).ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
+	gone := grpctest.Serve(t, svc.Register)
+	_, err = memoryv1.NewContextAssemblyServiceClient(gone.Conn).ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
 	require.Equal(t, codes.Unavailable, status.Code(err))
 	var retry *errdetails.RetryInfo
 	for _, d := range status.Convert(err).Details() {
@@ -312,10 +288,4 @@ func TestRepositoryUnavailableAnswersWithRetryInfo(t *testing.T) {
 	require.NotNil(t, retry)
 	require.Equal(t, 5*time.Second, retry.GetRetryDelay().AsDuration())
 	require.Equal(t, "REPOSITORY_UNAVAILABLE", apierr.Info(err).GetReason())
-}
-
-func mustVerifier(t *testing.T) *auth.Verifier {
-	v, err := auth.NewVerifier([]byte(strings.Repeat("c", 64)))
-	require.NoError(t, err)
-	return v
 }

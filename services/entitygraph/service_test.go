@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,14 +11,12 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 )
 
@@ -28,7 +25,7 @@ type env struct {
 	repo   *memrepo.Repo
 	svc    *Service
 	client memoryv1.EntityGraphServiceClient
-	signer *auth.Signer
+	server *grpctest.Server
 	when   time.Time
 }
 
@@ -36,26 +33,15 @@ func newEnv(t *testing.T) *env {
 	repo, err := memrepo.Init(context.Background(), filepath.Join(t.TempDir(), "memory.git"), memrepo.InitOptions{})
 	require.NoError(t, err)
 	svc := New(Deps{RepoPath: repo.Path(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 10 * time.Millisecond})
-	secret := []byte(strings.Repeat("e", 64))
-	signer, _ := auth.NewSigner(secret)
-	v, _ := auth.NewVerifier(secret)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(v, nil)))
-	svc.Register(srv)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
+	server := grpctest.Serve(t, svc.Register)
 	svc.Start(context.Background())
-	t.Cleanup(func() { _ = conn.Close(); srv.Stop(); svc.Stop() })
-	return &env{t: t, repo: repo, svc: svc, client: memoryv1.NewEntityGraphServiceClient(conn), signer: signer,
+	t.Cleanup(svc.Stop)
+	return &env{t: t, repo: repo, svc: svc, client: memoryv1.NewEntityGraphServiceClient(server.Conn), server: server,
 		when: time.Date(2026, 2, 17, 9, 0, 0, 0, time.UTC)}
 }
 
 func (e *env) as(roles []auth.Role, agents ...string) context.Context {
-	tok, err := e.signer.Mint("t", roles, agents, time.Hour)
-	require.NoError(e.t, err)
-	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+	return e.server.As(e.t, "t", roles, agents...)
 }
 
 func (e *env) commit(files map[string]string) (plumbing.Hash, time.Time) {

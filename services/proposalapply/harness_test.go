@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,13 +12,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/tokens"
@@ -56,7 +53,7 @@ type env struct {
 	blobs   blob.Store
 	svc     *Service
 	client  memoryv1.ProposalApplyServiceClient
-	signer  *auth.Signer
+	server  *grpctest.Server
 	clock   *clock
 	counter *tokens.Counter
 	stop    func()
@@ -96,28 +93,15 @@ func (e *env) start(opts ...envOption) {
 	svc, err := New(ctx, cfg, Deps{Repo: e.repo, Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.Now})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
-	secret := []byte(strings.Repeat("k", 64))
-	e.signer, err = auth.NewSigner(secret)
-	require.NoError(t, err)
-	verifier, err := auth.NewVerifier(secret)
-	require.NoError(t, err)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(verifier, nil)),
-		grpc.ChainStreamInterceptor(auth.StreamServerInterceptor(verifier, nil)))
-	svc.Register(srv)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	e.svc, e.client = svc, memoryv1.NewProposalApplyServiceClient(conn)
+	e.server = grpctest.Serve(t, svc.Register)
+	e.svc, e.client = svc, memoryv1.NewProposalApplyServiceClient(e.server.Conn)
 	stopped := false
 	e.stop = func() {
 		if stopped {
 			return
 		}
 		stopped = true
-		_ = conn.Close()
-		srv.Stop()
+		e.server.Stop()
 		svc.Stop()
 	}
 	t.Cleanup(e.stop)
@@ -130,9 +114,7 @@ func (e *env) restart(opts ...envOption) {
 
 // as returns a context carrying a token with the roles for the agents.
 func (e *env) as(sub string, roles []auth.Role, agents ...string) context.Context {
-	tok, err := e.signer.Mint(sub, roles, agents, time.Hour)
-	require.NoError(e.t, err)
-	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+	return e.server.As(e.t, sub, roles, agents...)
 }
 
 func (e *env) agent(id string) context.Context {

@@ -4,23 +4,19 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/searchindex"
 )
@@ -32,7 +28,7 @@ type env struct {
 	blobs  blob.Store
 	svc    *Service
 	client memoryv1.SearchIndexServiceClient
-	signer *auth.Signer
+	server *grpctest.Server
 	stop   func()
 }
 
@@ -52,37 +48,18 @@ func (e *env) start() {
 	svc, err := New(Config{IndexDir: filepath.Join(e.dir, "index"), HeadPoll: 20 * time.Millisecond, SourcesPoll: 50 * time.Millisecond},
 		Deps{RepoPath: e.repo.Path(), Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
-	secret := []byte(strings.Repeat("s", 64))
-	e.signer, err = auth.NewSigner(secret)
-	require.NoError(t, err)
-	v, err := auth.NewVerifier(secret)
-	require.NoError(t, err)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(v, nil)))
-	svc.Register(srv)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
+	e.server = grpctest.Serve(t, svc.Register)
 	svc.Start(context.Background())
-	e.svc, e.client = svc, memoryv1.NewSearchIndexServiceClient(conn)
-	done := false
+	e.svc, e.client = svc, memoryv1.NewSearchIndexServiceClient(e.server.Conn)
 	e.stop = func() {
-		if done {
-			return
-		}
-		done = true
-		_ = conn.Close()
-		srv.Stop()
+		e.server.Stop()
 		svc.Stop()
 	}
 	t.Cleanup(e.stop)
 }
 
 func (e *env) as(roles []auth.Role, agents ...string) context.Context {
-	tok, err := e.signer.Mint("t", roles, agents, time.Hour)
-	require.NoError(e.t, err)
-	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+	return e.server.As(e.t, "t", roles, agents...)
 }
 
 func (e *env) svcCtx() context.Context { return e.as([]auth.Role{auth.RoleService}, "*") }
