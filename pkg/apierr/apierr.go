@@ -76,3 +76,12 @@ func Retryable(code codes.Code, reason memoryv1.ErrorReason, msg string, after t
 	}
 	return withInfo.Err()
 }
+
+// Clip keeps a caller's value short for an error message, so hostile input
+// cannot bloat errors or logs (cut on a rune boundary).
+func Clip(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:80], "") + "…"
+}

@@ -106,7 +106,7 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 		} else {
 			res, err := h.svc.deps.Search.Search(ctx, &memoryv1.SearchRequest{Query: hint, TopK: int32(topK), AgentId: req.GetAgentId()})
 			switch {
-			case apierr.Info(err).GetReason() == "INVALID_ARGUMENT":
+			case apierr.Info(err).GetReason() == apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT):
 				resp.Warnings = append(resp.Warnings, "query hint has no searchable words")
 			case err != nil:
 				h.svc.logger.Warn("search for context assembly failed", "err", err)

@@ -166,7 +166,7 @@ func (h *handler) DiffMemory(ctx context.Context, req *memoryv1.DiffMemoryReques
 	}
 	for _, f := range req.GetFiles() {
 		if _, err := memlayout.Resolve(req.GetAgentId(), f); err != nil {
-			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, "files", fmt.Sprintf("file %q is not an agent memory file", truncate(f)))
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, "files", fmt.Sprintf("file %q is not an agent memory file", apierr.Clip(f)))
 		}
 	}
 	format := req.GetFormat()
@@ -232,7 +232,7 @@ func (h *handler) temporalDiffs(ctx context.Context, agent, from, to string, toT
 		from = toTime.Add(-7 * 24 * time.Hour).Format(time.RFC3339)
 	}
 	d, err := h.diffRange(ctx, agent, from, to, nil)
-	if apierr.Info(err).GetReason() == "REVISION_NOT_FOUND" && !strings.Contains(from, "~") {
+	if apierr.Info(err).GetReason() == apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND) && !strings.Contains(from, "~") {
 		// The range starts before the repository: diff the agent's whole history.
 		d, err = h.diffRange(ctx, agent, "", to, nil)
 	}

@@ -342,7 +342,7 @@ func (h *handler) GetLayer2(ctx context.Context, req *memoryv1.GetLayer2Request)
 	if slices.Contains(include, "runs") {
 		for _, id := range req.GetRunIds() {
 			if !memlayout.ValidRunID(id) {
-				return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "runIds", fmt.Sprintf("run id %q is not valid", truncate(id)))
+				return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "runIds", fmt.Sprintf("run id %q is not valid", apierr.Clip(id)))
 			}
 			run := memlayout.RunRef(id)
 			md, ok, err := files.read("runs/" + run + ".md")
@@ -388,7 +388,7 @@ func (h *handler) ListHistory(ctx context.Context, req *memoryv1.ListHistoryRequ
 	for _, f := range req.GetFiles() {
 		file, err := memlayout.Resolve(req.GetAgentId(), f)
 		if err != nil {
-			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, "files", fmt.Sprintf("file %q is not an agent memory file", truncate(f)))
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, "files", fmt.Sprintf("file %q is not an agent memory file", apierr.Clip(f)))
 		}
 		prefixes = append(prefixes, file.Path)
 	}
@@ -443,12 +443,4 @@ func (h *handler) ListHistory(ctx context.Context, req *memoryv1.ListHistoryRequ
 		return nil, h.unavailable(err)
 	}
 	return resp, nil
-}
-
-// truncate keeps hostile values short in error messages.
-func truncate(s string) string {
-	if len(s) <= 80 {
-		return s
-	}
-	return strings.ToValidUTF8(s[:80], "") + "…"
 }

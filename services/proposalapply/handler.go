@@ -170,7 +170,7 @@ func reviewFlags(updates []*memoryv1.FileUpdate) []string {
 // not found, so ids of other agents' proposals reveal nothing.
 func (h *handler) proposal(ctx context.Context, id string, roles ...auth.Role) (*proposalstore.Record, *auth.Claims, error) {
 	notFound := apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_PROPOSAL_NOT_FOUND,
-		fmt.Sprintf("proposal %q not found", truncate(id)), nil)
+		fmt.Sprintf("proposal %q not found", apierr.Clip(id)), nil)
 	if _, err := authz.RequireRole(ctx, roles...); err != nil {
 		return nil, nil, err
 	}

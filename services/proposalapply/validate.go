@@ -37,11 +37,11 @@ func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, max
 	agent := req.GetAgentId()
 	if !memlayout.ValidAgentID(agent) {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId",
-			fmt.Sprintf("agentId %q must be a slug [a-z0-9][a-z0-9-]{0,63}", truncate(agent)))
+			fmt.Sprintf("agentId %q must be a slug [a-z0-9][a-z0-9-]{0,63}", apierr.Clip(agent)))
 	}
 	if !memlayout.ValidRunID(req.GetRunId()) {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "runId",
-			fmt.Sprintf("runId %q must be run_<id> with letters, digits, _ or -", truncate(req.GetRunId())))
+			fmt.Sprintf("runId %q must be run_<id> with letters, digits, _ or -", apierr.Clip(req.GetRunId())))
 	}
 	if req.ExpectedVersion != nil && req.GetExpectedVersion() < 0 {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "expectedVersion", "expectedVersion must not be negative")
@@ -86,7 +86,7 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 	f, err := memlayout.Resolve(agent, u.GetFile())
 	if err != nil {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, field+".file",
-			fmt.Sprintf("%s.file %q is not an agent memory file (snapshot.md, facts.md, open_loops.md, decisions.md, runs/run_<id>.md, logic/current.pseudo.md, logic/current.drakon.json, policy.json)", field, truncate(u.GetFile())))
+			fmt.Sprintf("%s.file %q is not an agent memory file (snapshot.md, facts.md, open_loops.md, decisions.md, runs/run_<id>.md, logic/current.pseudo.md, logic/current.drakon.json, policy.json)", field, apierr.Clip(u.GetFile())))
 	}
 	if err := memlayout.CheckOperation(f, u.GetOperation()); err != nil {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_OPERATION, field+".operation", fmt.Sprintf("%s: %v", field, err))
@@ -200,12 +200,4 @@ func checkText(field, v string, max int) error {
 		return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" contains a NUL byte")
 	}
 	return nil
-}
-
-// truncate keeps hostile values short in error messages.
-func truncate(s string) string {
-	if len(s) <= 80 {
-		return s
-	}
-	return strings.ToValidUTF8(s[:80], "") + "…"
 }
