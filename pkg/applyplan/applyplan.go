@@ -44,6 +44,8 @@ type Input struct {
 type Plan struct {
 	// Changes maps agent-relative names to their new content.
 	Changes map[string]string
+	// Deleted are agent-relative names the commit removes.
+	Deleted []string
 	Meta    memlayout.Meta
 	Message string
 	// Files are the proposal's files, as listed in the commit message.
@@ -59,9 +61,13 @@ type workspace struct {
 	read    Reader
 	files   map[string]string
 	changed map[string]bool
+	deleted map[string]bool
 }
 
 func (w *workspace) get(rel string) (string, error) {
+	if w.deleted[rel] {
+		return "", nil
+	}
 	if s, ok := w.files[rel]; ok {
 		return s, nil
 	}
@@ -76,6 +82,13 @@ func (w *workspace) get(rel string) (string, error) {
 func (w *workspace) set(rel, content string) {
 	w.files[rel] = content
 	w.changed[rel] = true
+	delete(w.deleted, rel)
+}
+
+func (w *workspace) remove(rel string) {
+	delete(w.files, rel)
+	delete(w.changed, rel)
+	w.deleted[rel] = true
 }
 
 // Build computes the plan for in.Proposal on top of the files Read returns.
@@ -84,7 +97,7 @@ func Build(in Input) (*Plan, error) {
 	agent := p.GetAgentId()
 	runID := memlayout.RunRef(p.GetRunId())
 	date := in.Now.UTC()
-	w := &workspace{read: in.Read, files: map[string]string{}, changed: map[string]bool{}}
+	w := &workspace{read: in.Read, files: map[string]string{}, changed: map[string]bool{}, deleted: map[string]bool{}}
 	plan := &Plan{}
 	var summary []string
 	files := map[string]bool{}
@@ -98,6 +111,18 @@ func Build(in Input) (*Plan, error) {
 		}
 		var next, what string
 		switch u.GetOperation() {
+		case memoryv1.Operation_OPERATION_RESTORE:
+			// Byte for byte what the snapshot holds.
+			next, what = u.GetContent(), "restored from a snapshot"
+		case memoryv1.Operation_OPERATION_DELETE:
+			if _, ok, err := in.Read(rel); err != nil {
+				return nil, err
+			} else if !ok {
+				return nil, invalidf("updates[%d]: %s does not exist", i, rel)
+			}
+			w.remove(rel)
+			summary = append(summary, fmt.Sprintf("- **%s:** removed", rel))
+			continue
 		case memoryv1.Operation_OPERATION_REPLACE, memoryv1.Operation_OPERATION_WRITE_RUN:
 			next, what = ensureNewline(u.GetContent()), "replaced"
 			if u.GetOperation() == memoryv1.Operation_OPERATION_WRITE_RUN {
@@ -240,6 +265,10 @@ func Build(in Input) (*Plan, error) {
 	for rel := range w.changed {
 		plan.Changes[rel] = w.files[rel]
 	}
+	for rel := range w.deleted {
+		plan.Deleted = append(plan.Deleted, rel)
+	}
+	slices.Sort(plan.Deleted)
 	plan.Message = commitmsg.Format(commitmsg.Update{
 		AgentID: agent, RunID: runID, ProposalID: p.GetProposalId(), Files: plan.Files,
 		Reason: p.GetReasoning(), AutoApproved: p.GetAutoApproved(),

@@ -39,7 +39,8 @@ func Conflicts(updates []*memoryv1.FileUpdate, base, head Reader) ([]string, err
 		}
 		what := ""
 		switch u.GetOperation() {
-		case memoryv1.Operation_OPERATION_REPLACE, memoryv1.Operation_OPERATION_WRITE_RUN:
+		case memoryv1.Operation_OPERATION_REPLACE, memoryv1.Operation_OPERATION_WRITE_RUN,
+			memoryv1.Operation_OPERATION_RESTORE, memoryv1.Operation_OPERATION_DELETE:
 			what = "the file"
 		case memoryv1.Operation_OPERATION_APPEND:
 			section := u.GetSection()

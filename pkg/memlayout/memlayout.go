@@ -160,6 +160,17 @@ var proposable = map[Kind][]memoryv1.Operation{
 	KindPolicy:      {memoryv1.Operation_OPERATION_REPLACE},
 }
 
+// Restorable reports whether a snapshot restore puts files of kind k back.
+// meta.json, the changelog and the timeline are the engine's record of what
+// happened, restores included, and are never rolled back.
+func Restorable(k Kind) bool {
+	switch k {
+	case KindSnapshot, KindFacts, KindOpenLoops, KindDecisions, KindRun, KindPolicy:
+		return true
+	}
+	return false
+}
+
 // CheckOperation reports whether op may be proposed on f.
 func CheckOperation(f File, op memoryv1.Operation) error {
 	ops, ok := proposable[f.Kind]

@@ -31,6 +31,11 @@ type Config struct {
 	// BackupEvery writes a git bundle to the object store on a schedule
 	// (0 = only on demand).
 	BackupEvery time.Duration
+	// RunRetention is how long a run file stays in the repository after
+	// its last change before rotation archives it (spec: 90 days).
+	RunRetention time.Duration
+	// RotateEvery runs run rotation on a schedule (0 = only on demand).
+	RotateEvery time.Duration
 }
 
 // RegisterFlags adds proposal-apply's flags.
@@ -44,6 +49,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.GitCredentialsFile, "git-credentials-file", "", "file with user:password for --git-remote-url (proposal-apply only)")
 	fs.DurationVar(&c.WatchPoll, "watch-poll", 500*time.Millisecond, "how often the commit stream checks main for commits made with plain git")
 	fs.IntVar(&c.MaxUpdates, "max-updates", 50, "most updates one proposal may carry")
+	fs.DurationVar(&c.RunRetention, "run-retention", 90*24*time.Hour, "run files unchanged this long move to memory-archive/<agent>/runs/<yyyy>/<mm>/ in the object store")
+	fs.DurationVar(&c.RotateEvery, "rotate-runs-every", 24*time.Hour, "how often run rotation runs (first a minute after start; 0 = only on demand via RotateRuns)")
 	fs.DurationVar(&c.BackupEvery, "backup-every", 0, "write a git bundle of the monorepo to git-backup/ in the object store this often (0 = only on demand)")
 }
 
@@ -57,6 +64,12 @@ func (c *Config) Validate() error {
 	}
 	if c.BackupEvery < 0 {
 		return errors.New("--backup-every must not be negative")
+	}
+	if c.RunRetention <= 0 {
+		return errors.New("--run-retention must be positive")
+	}
+	if c.RotateEvery < 0 {
+		return errors.New("--rotate-runs-every must not be negative")
 	}
 	if c.MaxUpdates <= 0 {
 		return errors.New("--max-updates must be positive")

@@ -226,6 +226,13 @@ func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outco
 		}
 		changes = append(changes, memrepo.Change{Path: f.Path, Content: []byte(content)})
 	}
+	for _, rel := range plan.Deleted {
+		f, err := memlayout.Resolve(agent, rel)
+		if err != nil {
+			return outcome{}, err
+		}
+		changes = append(changes, memrepo.Change{Path: f.Path, Delete: true})
+	}
 	sig := memrepo.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: now}
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -61,24 +62,32 @@ func (h *handler) Propose(ctx context.Context, req *memoryv1.ProposeRequest) (*m
 	if err != nil {
 		return nil, h.internal(err, "reading the agent's memory")
 	}
-	now := s.now()
-	id := proposalstore.NewID(now)
-	p := &memoryv1.Proposal{
-		ProposalId: id, AgentId: req.GetAgentId(), RunId: memlayout.RunRef(req.GetRunId()),
-		ExpectedVersion: req.ExpectedVersion, Updates: updates, Reasoning: req.GetReasoning(),
-		Priority: req.GetPriority(), EntityRefs: req.GetEntityRefs(), IdempotencyKey: req.GetIdempotencyKey(),
-		ProposedBy: claims.Subject, ReviewUrl: s.cfg.ReviewURLBase + id,
-		CreatedAt: timestamppb.New(now), UpdatedAt: timestamppb.New(now),
-	}
-	if p.Priority == memoryv1.Priority_PRIORITY_UNSPECIFIED {
-		p.Priority = memoryv1.Priority_PRIORITY_NORMAL
+	p := s.newProposal(req.GetAgentId(), req.GetRunId(), claims.Subject)
+	p.ExpectedVersion, p.Updates, p.Reasoning = req.ExpectedVersion, updates, req.GetReasoning()
+	p.EntityRefs, p.IdempotencyKey = req.GetEntityRefs(), req.GetIdempotencyKey()
+	if req.GetPriority() != memoryv1.Priority_PRIORITY_UNSPECIFIED {
+		p.Priority = req.GetPriority()
 	}
 	p.Flags = append(reviewFlags(updates), h.guardFlags(ctx, p)...)
+	rec, err := s.submit(ctx, p, head, meta, policy)
+	if err != nil {
+		return nil, h.internal(err, "storing the proposal")
+	}
+	return proposeResponse(rec.Proposal), nil
+}
+
+// submit decides a new proposal's status (version check, policy, flags),
+// stores it durably and queues it when approved. Propose, RestoreSnapshot
+// and run rotation all come through here, so every write takes one path.
+func (s *Service) submit(ctx context.Context, p *memoryv1.Proposal, head plumbing.Hash, meta memlayout.Meta, policy memlayout.Policy) (*proposalstore.Record, error) {
 	switch {
 	case p.ExpectedVersion != nil && p.GetExpectedVersion() != meta.Version:
 		p.Status, p.Reason = memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, memoryv1.StatusReason_STATUS_REASON_VERSION_CONFLICT
 		p.CurrentVersion, p.Resolution = meta.Version, "retry_with_latest"
 		p.Message = fmt.Sprintf("version_conflict: expected version %d, current version %d", p.GetExpectedVersion(), meta.Version)
+	case p.AutoApproved:
+		// The service's own housekeeping (run rotation), approved by construction.
+		p.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED
 	case policy.AutoApprove && p.Priority == memoryv1.Priority_PRIORITY_NORMAL && len(p.Flags) == 0:
 		p.Status, p.AutoApproved = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED, true
 	case len(p.Flags) > 0:
@@ -94,17 +103,17 @@ func (h *handler) Propose(ctx context.Context, req *memoryv1.ProposeRequest) (*m
 	}
 	rec, created, err := s.store.Create(ctx, &proposalstore.Record{Proposal: p, BaseCommit: head.String(), BaseVersion: meta.Version})
 	if err != nil {
-		return nil, h.internal(err, "storing the proposal")
+		return nil, err
 	}
 	if created {
 		s.metrics.proposedOne(ctx, p.Status)
-		s.logger.Info("proposal received", "proposal", id, "agent", p.AgentId, "run", p.RunId,
-			"status", p.Status.String(), "by", claims.Subject, "flags", len(p.Flags))
+		s.logger.Info("proposal received", "proposal", p.ProposalId, "agent", p.AgentId, "run", p.RunId,
+			"status", p.Status.String(), "by", p.ProposedBy, "flags", len(p.Flags))
 		if p.Status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED {
-			s.engine.enqueue(p.AgentId, id)
+			s.engine.enqueue(p.AgentId, p.ProposalId)
 		}
 	}
-	return proposeResponse(rec.Proposal), nil
+	return rec, nil
 }
 
 func proposeResponse(p *memoryv1.Proposal) *memoryv1.ProposeResponse {
@@ -449,19 +458,4 @@ func (h *handler) WatchCommits(req *memoryv1.WatchCommitsRequest, stream memoryv
 			last = c.GetSha()
 		}
 	}
-}
-
-// CreateSnapshot: memory-snapshot arrives with issue #7.
-func (h *handler) CreateSnapshot(context.Context, *memoryv1.CreateSnapshotRequest) (*memoryv1.CreateSnapshotResponse, error) {
-	return nil, apierr.NotImplemented("memory-snapshot", 7)
-}
-
-// ListSnapshots: snapshot listing arrives with issue #7.
-func (h *handler) ListSnapshots(context.Context, *memoryv1.ListSnapshotsRequest) (*memoryv1.ListSnapshotsResponse, error) {
-	return nil, apierr.NotImplemented("snapshot listing", 7)
-}
-
-// RestoreSnapshot: snapshot restore arrives with issue #7.
-func (h *handler) RestoreSnapshot(context.Context, *memoryv1.RestoreSnapshotRequest) (*memoryv1.RestoreSnapshotResponse, error) {
-	return nil, apierr.NotImplemented("snapshot restore", 7)
 }

@@ -37,19 +37,25 @@ type Deps struct {
 	Now func() time.Time
 	// LookupEnv reads credentials from the environment; nil = none.
 	LookupEnv func(string) (string, bool)
+	// ObjectsLocation names the object store for people, without
+	// credentials ("s3://memory", "file:///data/objects"); snapshots'
+	// storedAt is it plus the key.
+	ObjectsLocation string
 }
 
 // Service is the proposal-apply service.
 type Service struct {
-	cfg     Config
-	blobs   blob.Store
-	repo    *memrepo.Repo
-	store   *proposalstore.Store
-	counter *tokens.Counter
-	facts   *factTimes
-	now     func() time.Time
-	logger  *slog.Logger
-	metrics *metrics
+	cfg   Config
+	blobs blob.Store
+	// objectsLocation: see Deps.ObjectsLocation.
+	objectsLocation string
+	repo            *memrepo.Repo
+	store           *proposalstore.Store
+	counter         *tokens.Counter
+	facts           *factTimes
+	now             func() time.Time
+	logger          *slog.Logger
+	metrics         *metrics
 
 	engine *engine
 	hub    *hub
@@ -88,7 +94,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: cfg, blobs: d.Blobs, repo: d.Repo, store: store, counter: counter, now: now, logger: logger,
+		cfg: cfg, blobs: d.Blobs, objectsLocation: d.ObjectsLocation, repo: d.Repo, store: store, counter: counter, now: now, logger: logger,
 		facts: newFactTimes(d.Blobs, now), metrics: newMetrics(d.MeterProvider),
 		hub: newHub(d.Repo, logger, cfg.WatchPoll), pusher: p,
 	}
@@ -109,6 +115,9 @@ func (s *Service) Start(ctx context.Context) error {
 	s.bg.Go(func() { s.facts.run(ctx, 2*time.Second, s.logger) })
 	if s.cfg.BackupEvery > 0 {
 		s.bg.Go(func() { s.backupLoop(ctx, s.cfg.BackupEvery) })
+	}
+	if s.cfg.RotateEvery > 0 {
+		s.bg.Go(func() { s.rotationLoop(ctx, s.cfg.RotateEvery) })
 	}
 	if err := s.engine.recover(ctx); err != nil {
 		return fmt.Errorf("proposal-apply: recovery: %w", err)

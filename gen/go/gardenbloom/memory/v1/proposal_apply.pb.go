@@ -1309,6 +1309,105 @@ func (x *CreateBackupResponse) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type RotateRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this agent; empty = every agent.
+	AgentId       string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateRunsRequest) Reset() {
+	*x = RotateRunsRequest{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateRunsRequest) ProtoMessage() {}
+
+func (x *RotateRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateRunsRequest.ProtoReflect.Descriptor instead.
+func (*RotateRunsRequest) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RotateRunsRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+type RotateRunsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One proposal per agent that had runs to archive.
+	Proposals []*ProposeResponse `protobuf:"bytes,1,rep,name=proposals,proto3" json:"proposals,omitempty"`
+	// Object keys the run files were archived to.
+	Archived      []string `protobuf:"bytes,2,rep,name=archived,proto3" json:"archived,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateRunsResponse) Reset() {
+	*x = RotateRunsResponse{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateRunsResponse) ProtoMessage() {}
+
+func (x *RotateRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateRunsResponse.ProtoReflect.Descriptor instead.
+func (*RotateRunsResponse) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RotateRunsResponse) GetProposals() []*ProposeResponse {
+	if x != nil {
+		return x.Proposals
+	}
+	return nil
+}
+
+func (x *RotateRunsResponse) GetArchived() []string {
+	if x != nil {
+		return x.Archived
+	}
+	return nil
+}
+
 type SyncRemoteRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1317,7 +1416,7 @@ type SyncRemoteRequest struct {
 
 func (x *SyncRemoteRequest) Reset() {
 	*x = SyncRemoteRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1428,7 @@ func (x *SyncRemoteRequest) String() string {
 func (*SyncRemoteRequest) ProtoMessage() {}
 
 func (x *SyncRemoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1441,7 @@ func (x *SyncRemoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRemoteRequest.ProtoReflect.Descriptor instead.
 func (*SyncRemoteRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{23}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{25}
 }
 
 type SyncRemoteResponse struct {
@@ -1356,7 +1455,7 @@ type SyncRemoteResponse struct {
 
 func (x *SyncRemoteResponse) Reset() {
 	*x = SyncRemoteResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1467,7 @@ func (x *SyncRemoteResponse) String() string {
 func (*SyncRemoteResponse) ProtoMessage() {}
 
 func (x *SyncRemoteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1480,7 @@ func (x *SyncRemoteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRemoteResponse.ProtoReflect.Descriptor instead.
 func (*SyncRemoteResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{24}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SyncRemoteResponse) GetRemote() string {
@@ -1417,7 +1516,7 @@ type FactUsage struct {
 
 func (x *FactUsage) Reset() {
 	*x = FactUsage{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +1528,7 @@ func (x *FactUsage) String() string {
 func (*FactUsage) ProtoMessage() {}
 
 func (x *FactUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +1541,7 @@ func (x *FactUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactUsage.ProtoReflect.Descriptor instead.
 func (*FactUsage) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{25}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FactUsage) GetFactHash() string {
@@ -1469,7 +1568,7 @@ type ReportFactUsageRequest struct {
 
 func (x *ReportFactUsageRequest) Reset() {
 	*x = ReportFactUsageRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1580,7 @@ func (x *ReportFactUsageRequest) String() string {
 func (*ReportFactUsageRequest) ProtoMessage() {}
 
 func (x *ReportFactUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1593,7 @@ func (x *ReportFactUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportFactUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportFactUsageRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{26}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReportFactUsageRequest) GetAgentId() string {
@@ -1520,7 +1619,7 @@ type ReportFactUsageResponse struct {
 
 func (x *ReportFactUsageResponse) Reset() {
 	*x = ReportFactUsageResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1631,7 @@ func (x *ReportFactUsageResponse) String() string {
 func (*ReportFactUsageResponse) ProtoMessage() {}
 
 func (x *ReportFactUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1644,7 @@ func (x *ReportFactUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportFactUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportFactUsageResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{27}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReportFactUsageResponse) GetAccepted() int32 {
@@ -1567,7 +1666,7 @@ type WatchCommitsRequest struct {
 
 func (x *WatchCommitsRequest) Reset() {
 	*x = WatchCommitsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +1678,7 @@ func (x *WatchCommitsRequest) String() string {
 func (*WatchCommitsRequest) ProtoMessage() {}
 
 func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +1691,7 @@ func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsRequest.ProtoReflect.Descriptor instead.
 func (*WatchCommitsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{28}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WatchCommitsRequest) GetFromSha() string {
@@ -1618,7 +1717,7 @@ type WatchCommitsResponse struct {
 
 func (x *WatchCommitsResponse) Reset() {
 	*x = WatchCommitsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1729,7 @@ func (x *WatchCommitsResponse) String() string {
 func (*WatchCommitsResponse) ProtoMessage() {}
 
 func (x *WatchCommitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1742,7 @@ func (x *WatchCommitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsResponse.ProtoReflect.Descriptor instead.
 func (*WatchCommitsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{29}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WatchCommitsResponse) GetCommit() *CommitInfo {
@@ -1750,7 +1849,12 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\n" +
 	"size_bytes\x18\x03 \x01(\x03R\tsizeBytes\x129\n" +
 	"\n" +
-	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x13\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\".\n" +
+	"\x11RotateRunsRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\"v\n" +
+	"\x12RotateRunsResponse\x12D\n" +
+	"\tproposals\x18\x01 \x03(\v2&.gardenbloom.memory.v1.ProposeResponseR\tproposals\x12\x1a\n" +
+	"\barchived\x18\x02 \x03(\tR\barchived\"\x13\n" +
 	"\x11SyncRemoteRequest\"\x86\x01\n" +
 	"\x12SyncRemoteResponse\x12\x16\n" +
 	"\x06remote\x18\x01 \x01(\tR\x06remote\x12\x1f\n" +
@@ -1769,7 +1873,7 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\bfrom_sha\x18\x01 \x01(\tR\afromSha\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\"Q\n" +
 	"\x14WatchCommitsResponse\x129\n" +
-	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xeb\x0f\n" +
+	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xef\x10\n" +
 	"\x14ProposalApplyService\x12\x95\x01\n" +
 	"\aPropose\x12%.gardenbloom.memory.v1.ProposeRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\";\x82\xd3\xe4\x93\x025:\x01*Z\x14:\x01*\"\x0f/memory/propose\"\x1a/memory/{agent_id}/propose\x12\x89\x01\n" +
 	"\vGetProposal\x12).gardenbloom.memory.v1.GetProposalRequest\x1a*.gardenbloom.memory.v1.GetProposalResponse\"#\x82\xd3\xe4\x93\x02\x1a\x12\x18/proposals/{proposal_id}\x90\x02\x01\x12\x81\x01\n" +
@@ -1782,7 +1886,9 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\x0eCreateSnapshot\x12,.gardenbloom.memory.v1.CreateSnapshotRequest\x1a-.gardenbloom.memory.v1.CreateSnapshotResponse\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/memory/{agent_id}/snapshot\x12\x93\x01\n" +
 	"\rListSnapshots\x12+.gardenbloom.memory.v1.ListSnapshotsRequest\x1a,.gardenbloom.memory.v1.ListSnapshotsResponse\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/memory/{agent_id}/snapshots\x90\x02\x01\x12\xaf\x01\n" +
 	"\x0fRestoreSnapshot\x12-.gardenbloom.memory.v1.RestoreSnapshotRequest\x1a..gardenbloom.memory.v1.RestoreSnapshotResponse\"=\x82\xd3\xe4\x93\x027:\x01*\"2/memory/{agent_id}/snapshots/{snapshot_id}:restore\x12\x82\x01\n" +
-	"\fCreateBackup\x12*.gardenbloom.memory.v1.CreateBackupRequest\x1a+.gardenbloom.memory.v1.CreateBackupResponse\"\x19\x82\xd3\xe4\x93\x02\x13:\x01*\"\x0e/memory/backup\x12z\n" +
+	"\fCreateBackup\x12*.gardenbloom.memory.v1.CreateBackupRequest\x1a+.gardenbloom.memory.v1.CreateBackupResponse\"\x19\x82\xd3\xe4\x93\x02\x13:\x01*\"\x0e/memory/backup\x12\x81\x01\n" +
+	"\n" +
+	"RotateRuns\x12(.gardenbloom.memory.v1.RotateRunsRequest\x1a).gardenbloom.memory.v1.RotateRunsResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/memory/runs:rotate\x12z\n" +
 	"\n" +
 	"SyncRemote\x12(.gardenbloom.memory.v1.SyncRemoteRequest\x1a).gardenbloom.memory.v1.SyncRemoteResponse\"\x17\x82\xd3\xe4\x93\x02\x11:\x01*\"\f/memory/sync\x12p\n" +
 	"\x0fReportFactUsage\x12-.gardenbloom.memory.v1.ReportFactUsageRequest\x1a..gardenbloom.memory.v1.ReportFactUsageResponse\x12n\n" +
@@ -1800,7 +1906,7 @@ func file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP() []byte {
 	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescData
 }
 
-var file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_gardenbloom_memory_v1_proposal_apply_proto_goTypes = []any{
 	(*ProposeRequest)(nil),          // 0: gardenbloom.memory.v1.ProposeRequest
 	(*ProposeResponse)(nil),         // 1: gardenbloom.memory.v1.ProposeResponse
@@ -1825,75 +1931,80 @@ var file_gardenbloom_memory_v1_proposal_apply_proto_goTypes = []any{
 	(*RestoreSnapshotResponse)(nil), // 20: gardenbloom.memory.v1.RestoreSnapshotResponse
 	(*CreateBackupRequest)(nil),     // 21: gardenbloom.memory.v1.CreateBackupRequest
 	(*CreateBackupResponse)(nil),    // 22: gardenbloom.memory.v1.CreateBackupResponse
-	(*SyncRemoteRequest)(nil),       // 23: gardenbloom.memory.v1.SyncRemoteRequest
-	(*SyncRemoteResponse)(nil),      // 24: gardenbloom.memory.v1.SyncRemoteResponse
-	(*FactUsage)(nil),               // 25: gardenbloom.memory.v1.FactUsage
-	(*ReportFactUsageRequest)(nil),  // 26: gardenbloom.memory.v1.ReportFactUsageRequest
-	(*ReportFactUsageResponse)(nil), // 27: gardenbloom.memory.v1.ReportFactUsageResponse
-	(*WatchCommitsRequest)(nil),     // 28: gardenbloom.memory.v1.WatchCommitsRequest
-	(*WatchCommitsResponse)(nil),    // 29: gardenbloom.memory.v1.WatchCommitsResponse
-	(*FileUpdate)(nil),              // 30: gardenbloom.memory.v1.FileUpdate
-	(Priority)(0),                   // 31: gardenbloom.memory.v1.Priority
-	(ProposalStatus)(0),             // 32: gardenbloom.memory.v1.ProposalStatus
-	(*timestamppb.Timestamp)(nil),   // 33: google.protobuf.Timestamp
-	(*Proposal)(nil),                // 34: gardenbloom.memory.v1.Proposal
-	(*Snapshot)(nil),                // 35: gardenbloom.memory.v1.Snapshot
-	(*CommitInfo)(nil),              // 36: gardenbloom.memory.v1.CommitInfo
+	(*RotateRunsRequest)(nil),       // 23: gardenbloom.memory.v1.RotateRunsRequest
+	(*RotateRunsResponse)(nil),      // 24: gardenbloom.memory.v1.RotateRunsResponse
+	(*SyncRemoteRequest)(nil),       // 25: gardenbloom.memory.v1.SyncRemoteRequest
+	(*SyncRemoteResponse)(nil),      // 26: gardenbloom.memory.v1.SyncRemoteResponse
+	(*FactUsage)(nil),               // 27: gardenbloom.memory.v1.FactUsage
+	(*ReportFactUsageRequest)(nil),  // 28: gardenbloom.memory.v1.ReportFactUsageRequest
+	(*ReportFactUsageResponse)(nil), // 29: gardenbloom.memory.v1.ReportFactUsageResponse
+	(*WatchCommitsRequest)(nil),     // 30: gardenbloom.memory.v1.WatchCommitsRequest
+	(*WatchCommitsResponse)(nil),    // 31: gardenbloom.memory.v1.WatchCommitsResponse
+	(*FileUpdate)(nil),              // 32: gardenbloom.memory.v1.FileUpdate
+	(Priority)(0),                   // 33: gardenbloom.memory.v1.Priority
+	(ProposalStatus)(0),             // 34: gardenbloom.memory.v1.ProposalStatus
+	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
+	(*Proposal)(nil),                // 36: gardenbloom.memory.v1.Proposal
+	(*Snapshot)(nil),                // 37: gardenbloom.memory.v1.Snapshot
+	(*CommitInfo)(nil),              // 38: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_proposal_apply_proto_depIdxs = []int32{
-	30, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
-	31, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
-	32, // 2: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	33, // 3: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
-	34, // 4: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	34, // 5: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	32, // 6: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	34, // 7: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
-	34, // 8: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	34, // 9: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	34, // 10: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	32, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
+	33, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
+	34, // 2: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	35, // 3: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
+	36, // 4: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	36, // 5: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	34, // 6: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	36, // 7: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
+	36, // 8: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	36, // 9: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	36, // 10: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
 	13, // 11: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
-	35, // 12: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
-	35, // 13: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
+	37, // 12: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
+	37, // 13: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
 	1,  // 14: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	33, // 15: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
-	33, // 16: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
-	33, // 17: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
-	25, // 18: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
-	36, // 19: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
-	0,  // 20: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
-	2,  // 21: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
-	4,  // 22: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
-	6,  // 23: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
-	8,  // 24: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
-	10, // 25: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
-	12, // 26: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
-	15, // 27: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
-	17, // 28: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
-	19, // 29: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
-	21, // 30: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
-	23, // 31: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
-	26, // 32: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
-	28, // 33: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
-	1,  // 34: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
-	3,  // 35: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
-	5,  // 36: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
-	7,  // 37: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
-	9,  // 38: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
-	11, // 39: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
-	14, // 40: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
-	16, // 41: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
-	18, // 42: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
-	20, // 43: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
-	22, // 44: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
-	24, // 45: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
-	27, // 46: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
-	29, // 47: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
-	34, // [34:48] is the sub-list for method output_type
-	20, // [20:34] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	35, // 15: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
+	1,  // 16: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
+	35, // 17: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
+	35, // 18: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
+	27, // 19: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
+	38, // 20: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
+	0,  // 21: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
+	2,  // 22: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
+	4,  // 23: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
+	6,  // 24: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
+	8,  // 25: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
+	10, // 26: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
+	12, // 27: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
+	15, // 28: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
+	17, // 29: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
+	19, // 30: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
+	21, // 31: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
+	23, // 32: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
+	25, // 33: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
+	28, // 34: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
+	30, // 35: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
+	1,  // 36: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
+	3,  // 37: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
+	5,  // 38: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
+	7,  // 39: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
+	9,  // 40: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
+	11, // 41: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
+	14, // 42: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
+	16, // 43: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
+	18, // 44: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
+	20, // 45: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
+	22, // 46: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
+	24, // 47: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
+	26, // 48: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
+	29, // 49: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
+	31, // 50: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
+	36, // [36:51] is the sub-list for method output_type
+	21, // [21:36] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_proposal_apply_proto_init() }
@@ -1909,7 +2020,7 @@ func file_gardenbloom_memory_v1_proposal_apply_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc), len(file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

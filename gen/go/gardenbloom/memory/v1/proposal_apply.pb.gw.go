@@ -541,6 +541,33 @@ func local_request_ProposalApplyService_CreateBackup_0(ctx context.Context, mars
 	return msg, metadata, err
 }
 
+func request_ProposalApplyService_RotateRuns_0(ctx context.Context, marshaler runtime.Marshaler, client ProposalApplyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq RotateRunsRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.RotateRuns(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_ProposalApplyService_RotateRuns_0(ctx context.Context, marshaler runtime.Marshaler, server ProposalApplyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq RotateRunsRequest
+		metadata runtime.ServerMetadata
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.RotateRuns(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_ProposalApplyService_SyncRemote_0(ctx context.Context, marshaler runtime.Marshaler, client ProposalApplyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq SyncRemoteRequest
@@ -814,6 +841,26 @@ func RegisterProposalApplyServiceHandlerServer(ctx context.Context, mux *runtime
 		}
 		forward_ProposalApplyService_CreateBackup_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_ProposalApplyService_RotateRuns_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/gardenbloom.memory.v1.ProposalApplyService/RotateRuns", runtime.WithHTTPPathPattern("/memory/runs:rotate"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_ProposalApplyService_RotateRuns_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ProposalApplyService_RotateRuns_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPost, pattern_ProposalApplyService_SyncRemote_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1078,6 +1125,23 @@ func RegisterProposalApplyServiceHandlerClient(ctx context.Context, mux *runtime
 		}
 		forward_ProposalApplyService_CreateBackup_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_ProposalApplyService_RotateRuns_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/gardenbloom.memory.v1.ProposalApplyService/RotateRuns", runtime.WithHTTPPathPattern("/memory/runs:rotate"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_ProposalApplyService_RotateRuns_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ProposalApplyService_RotateRuns_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPost, pattern_ProposalApplyService_SyncRemote_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1111,6 +1175,7 @@ var (
 	pattern_ProposalApplyService_ListSnapshots_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 1, 0, 4, 1, 5, 1, 2, 2}, []string{"memory", "agent_id", "snapshots"}, ""))
 	pattern_ProposalApplyService_RestoreSnapshot_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 1, 0, 4, 1, 5, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"memory", "agent_id", "snapshots", "snapshot_id"}, "restore"))
 	pattern_ProposalApplyService_CreateBackup_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"memory", "backup"}, ""))
+	pattern_ProposalApplyService_RotateRuns_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"memory", "runs"}, "rotate"))
 	pattern_ProposalApplyService_SyncRemote_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"memory", "sync"}, ""))
 )
 
@@ -1127,5 +1192,6 @@ var (
 	forward_ProposalApplyService_ListSnapshots_0   = runtime.ForwardResponseMessage
 	forward_ProposalApplyService_RestoreSnapshot_0 = runtime.ForwardResponseMessage
 	forward_ProposalApplyService_CreateBackup_0    = runtime.ForwardResponseMessage
+	forward_ProposalApplyService_RotateRuns_0      = runtime.ForwardResponseMessage
 	forward_ProposalApplyService_SyncRemote_0      = runtime.ForwardResponseMessage
 )

@@ -30,6 +30,7 @@ const (
 	ProposalApplyService_ListSnapshots_FullMethodName   = "/gardenbloom.memory.v1.ProposalApplyService/ListSnapshots"
 	ProposalApplyService_RestoreSnapshot_FullMethodName = "/gardenbloom.memory.v1.ProposalApplyService/RestoreSnapshot"
 	ProposalApplyService_CreateBackup_FullMethodName    = "/gardenbloom.memory.v1.ProposalApplyService/CreateBackup"
+	ProposalApplyService_RotateRuns_FullMethodName      = "/gardenbloom.memory.v1.ProposalApplyService/RotateRuns"
 	ProposalApplyService_SyncRemote_FullMethodName      = "/gardenbloom.memory.v1.ProposalApplyService/SyncRemote"
 	ProposalApplyService_ReportFactUsage_FullMethodName = "/gardenbloom.memory.v1.ProposalApplyService/ReportFactUsage"
 	ProposalApplyService_WatchCommits_FullMethodName    = "/gardenbloom.memory.v1.ProposalApplyService/WatchCommits"
@@ -66,6 +67,11 @@ type ProposalApplyServiceClient interface {
 	RestoreSnapshot(ctx context.Context, in *RestoreSnapshotRequest, opts ...grpc.CallOption) (*RestoreSnapshotResponse, error)
 	// Write a git bundle of the whole monorepo to the object store (admin).
 	CreateBackup(ctx context.Context, in *CreateBackupRequest, opts ...grpc.CallOption) (*CreateBackupResponse, error)
+	// Archive run files older than the retention (default 90 days) to
+	// memory-archive/<agentId>/runs/<yyyy>/<mm>/ and remove them from the
+	// repository through one proposal per agent (spec DiffMem §3.2). Runs on a
+	// schedule too; this runs it now (admin).
+	RotateRuns(ctx context.Context, in *RotateRunsRequest, opts ...grpc.CallOption) (*RotateRunsResponse, error)
 	// Push the monorepo to its configured remote now (admin).
 	SyncRemote(ctx context.Context, in *SyncRemoteRequest, opts ...grpc.CallOption) (*SyncRemoteResponse, error)
 	// Record which facts reads returned, so eviction can prefer unused facts.
@@ -194,6 +200,16 @@ func (c *proposalApplyServiceClient) CreateBackup(ctx context.Context, in *Creat
 	return out, nil
 }
 
+func (c *proposalApplyServiceClient) RotateRuns(ctx context.Context, in *RotateRunsRequest, opts ...grpc.CallOption) (*RotateRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RotateRunsResponse)
+	err := c.cc.Invoke(ctx, ProposalApplyService_RotateRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *proposalApplyServiceClient) SyncRemote(ctx context.Context, in *SyncRemoteRequest, opts ...grpc.CallOption) (*SyncRemoteResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SyncRemoteResponse)
@@ -264,6 +280,11 @@ type ProposalApplyServiceServer interface {
 	RestoreSnapshot(context.Context, *RestoreSnapshotRequest) (*RestoreSnapshotResponse, error)
 	// Write a git bundle of the whole monorepo to the object store (admin).
 	CreateBackup(context.Context, *CreateBackupRequest) (*CreateBackupResponse, error)
+	// Archive run files older than the retention (default 90 days) to
+	// memory-archive/<agentId>/runs/<yyyy>/<mm>/ and remove them from the
+	// repository through one proposal per agent (spec DiffMem §3.2). Runs on a
+	// schedule too; this runs it now (admin).
+	RotateRuns(context.Context, *RotateRunsRequest) (*RotateRunsResponse, error)
 	// Push the monorepo to its configured remote now (admin).
 	SyncRemote(context.Context, *SyncRemoteRequest) (*SyncRemoteResponse, error)
 	// Record which facts reads returned, so eviction can prefer unused facts.
@@ -314,6 +335,9 @@ func (UnimplementedProposalApplyServiceServer) RestoreSnapshot(context.Context, 
 }
 func (UnimplementedProposalApplyServiceServer) CreateBackup(context.Context, *CreateBackupRequest) (*CreateBackupResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateBackup not implemented")
+}
+func (UnimplementedProposalApplyServiceServer) RotateRuns(context.Context, *RotateRunsRequest) (*RotateRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RotateRuns not implemented")
 }
 func (UnimplementedProposalApplyServiceServer) SyncRemote(context.Context, *SyncRemoteRequest) (*SyncRemoteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SyncRemote not implemented")
@@ -543,6 +567,24 @@ func _ProposalApplyService_CreateBackup_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ProposalApplyService_RotateRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RotateRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProposalApplyServiceServer).RotateRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProposalApplyService_RotateRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProposalApplyServiceServer).RotateRuns(ctx, req.(*RotateRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ProposalApplyService_SyncRemote_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SyncRemoteRequest)
 	if err := dec(in); err != nil {
@@ -640,6 +682,10 @@ var ProposalApplyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateBackup",
 			Handler:    _ProposalApplyService_CreateBackup_Handler,
+		},
+		{
+			MethodName: "RotateRuns",
+			Handler:    _ProposalApplyService_RotateRuns_Handler,
 		},
 		{
 			MethodName: "SyncRemote",

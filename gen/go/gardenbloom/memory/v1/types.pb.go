@@ -74,6 +74,8 @@ const (
 	ErrorReason_ERROR_REASON_RATE_LIMITED ErrorReason = 21
 	// The capability is not implemented in this version of the server.
 	ErrorReason_ERROR_REASON_NOT_IMPLEMENTED ErrorReason = 22
+	// 409: something with that name already exists (a snapshot label).
+	ErrorReason_ERROR_REASON_ALREADY_EXISTS ErrorReason = 23
 )
 
 // Enum value maps for ErrorReason.
@@ -102,6 +104,7 @@ var (
 		20: "ERROR_REASON_REQUEST_TOO_LARGE",
 		21: "ERROR_REASON_RATE_LIMITED",
 		22: "ERROR_REASON_NOT_IMPLEMENTED",
+		23: "ERROR_REASON_ALREADY_EXISTS",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":              0,
@@ -127,6 +130,7 @@ var (
 		"ERROR_REASON_REQUEST_TOO_LARGE":        20,
 		"ERROR_REASON_RATE_LIMITED":             21,
 		"ERROR_REASON_NOT_IMPLEMENTED":          22,
+		"ERROR_REASON_ALREADY_EXISTS":           23,
 	}
 )
 
@@ -425,6 +429,12 @@ const (
 	Operation_OPERATION_ADD_DECISION Operation = 6
 	// Write runs/run_<id>.md.
 	Operation_OPERATION_WRITE_RUN Operation = 7
+	// Put a file back exactly as a memory snapshot holds it. Only proposals
+	// made by RestoreSnapshot carry it; Propose rejects it.
+	Operation_OPERATION_RESTORE Operation = 8
+	// Remove a file: a run file a restored snapshot did not have, or a run
+	// file run rotation archived. Only proposals the service makes carry it.
+	Operation_OPERATION_DELETE Operation = 9
 )
 
 // Enum value maps for Operation.
@@ -438,6 +448,8 @@ var (
 		5: "OPERATION_CLOSE",
 		6: "OPERATION_ADD_DECISION",
 		7: "OPERATION_WRITE_RUN",
+		8: "OPERATION_RESTORE",
+		9: "OPERATION_DELETE",
 	}
 	Operation_value = map[string]int32{
 		"OPERATION_UNSPECIFIED":  0,
@@ -448,6 +460,8 @@ var (
 		"OPERATION_CLOSE":        5,
 		"OPERATION_ADD_DECISION": 6,
 		"OPERATION_WRITE_RUN":    7,
+		"OPERATION_RESTORE":      8,
+		"OPERATION_DELETE":       9,
 	}
 )
 
@@ -2018,7 +2032,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"restorable\x18\t \x01(\bR\n" +
 	"restorable\x12!\n" +
 	"\finclude_runs\x18\n" +
-	" \x01(\bR\vincludeRuns*\xbb\x06\n" +
+	" \x01(\bR\vincludeRuns*\xdc\x06\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_UNAUTHENTICATED\x10\x01\x12\x1e\n" +
@@ -2043,7 +2057,8 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x1dERROR_REASON_MEMORY_CORRUPTED\x10\x13\x12\"\n" +
 	"\x1eERROR_REASON_REQUEST_TOO_LARGE\x10\x14\x12\x1d\n" +
 	"\x19ERROR_REASON_RATE_LIMITED\x10\x15\x12 \n" +
-	"\x1cERROR_REASON_NOT_IMPLEMENTED\x10\x16*z\n" +
+	"\x1cERROR_REASON_NOT_IMPLEMENTED\x10\x16\x12\x1f\n" +
+	"\x1bERROR_REASON_ALREADY_EXISTS\x10\x17*z\n" +
 	"\bReadMode\x12\x19\n" +
 	"\x15READ_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fREAD_MODE_BASIC\x10\x01\x12\x12\n" +
@@ -2071,7 +2086,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x15STATUS_REASON_FLAGGED\x10\x04\x12#\n" +
 	"\x1fSTATUS_REASON_VALIDATION_FAILED\x10\x05\x12\x1d\n" +
 	"\x19STATUS_REASON_APPLY_ERROR\x10\x06\x12!\n" +
-	"\x1dSTATUS_REASON_AWAITING_REVIEW\x10\a*\xc7\x01\n" +
+	"\x1dSTATUS_REASON_AWAITING_REVIEW\x10\a*\xf4\x01\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11OPERATION_REPLACE\x10\x01\x12\x14\n" +
@@ -2080,7 +2095,9 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x0eOPERATION_OPEN\x10\x04\x12\x13\n" +
 	"\x0fOPERATION_CLOSE\x10\x05\x12\x1a\n" +
 	"\x16OPERATION_ADD_DECISION\x10\x06\x12\x17\n" +
-	"\x13OPERATION_WRITE_RUN\x10\a*\x92\x01\n" +
+	"\x13OPERATION_WRITE_RUN\x10\a\x12\x15\n" +
+	"\x11OPERATION_RESTORE\x10\b\x12\x14\n" +
+	"\x10OPERATION_DELETE\x10\t*\x92\x01\n" +
 	"\fLoopPriority\x12\x1d\n" +
 	"\x19LOOP_PRIORITY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16LOOP_PRIORITY_CRITICAL\x10\x01\x12\x16\n" +
