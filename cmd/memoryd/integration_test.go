@@ -122,6 +122,7 @@ func startInProcessWith(t testing.TB, extra ...string) *deployment {
 // process is a running memoryd binary.
 type process struct {
 	grpcAddr, httpAddr string
+	logs               func() string // its log lines so far
 }
 
 // freeAddr returns a loopback address nothing listens on right now.
@@ -179,6 +180,7 @@ func startBinary(t *testing.T, dataDir string, args ...string) process {
 	var p process
 	select {
 	case p = <-ready:
+		p.logs = dump
 	case err := <-exited:
 		t.Fatalf("memoryd %v exited before serving: %v\n%s", args, err, dump())
 	case <-time.After(60 * time.Second):
@@ -267,8 +269,8 @@ func TestSuite(t *testing.T) {
 			t.Run("reflection", func(t *testing.T) { testReflection(t, d) })
 			t.Run("health", func(t *testing.T) { testHealth(t, d) })
 			t.Run("grpc auth", func(t *testing.T) { testGRPCAuth(t, d) })
-			t.Run("rest paths", func(t *testing.T) { testRESTPaths(t, d) })
 			t.Run("rest proposal flow", func(t *testing.T) { testRESTProposalFlow(t, d) })
+			t.Run("rest snapshots", func(t *testing.T) { testRESTSnapshots(t, d) })
 			t.Run("rest search follows commits", func(t *testing.T) { testRESTSearch(t, d) })
 			t.Run("rest read memory", func(t *testing.T) { testRESTRead(t, d) })
 			t.Run("rest context assembly", func(t *testing.T) { testRESTContext(t, d) })
@@ -374,9 +376,8 @@ func testGRPCAuth(t *testing.T, d *deployment) {
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token(t, d, auth.RoleService))
 	snap := memoryv1.NewProposalApplyServiceClient(dial(t, d.grpcAddr[memoryv1.ProposalApplyService_ServiceDesc.ServiceName]))
 	_, err = snap.CreateSnapshot(ctx, &memoryv1.CreateSnapshotRequest{AgentId: "a"})
-	require.Equal(t, codes.Unimplemented, status.Code(err))
-	require.Equal(t, "NOT_IMPLEMENTED", apierr.Info(err).GetReason())
-	require.Contains(t, status.Convert(err).Message(), "memory-snapshot")
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "snapshots are for admins")
+	require.Equal(t, "PERMISSION_DENIED", apierr.Info(err).GetReason())
 	_, err = ca.ReadMemory(ctx, &memoryv1.ReadMemoryRequest{AgentId: "nobody"})
 	require.Equal(t, codes.NotFound, status.Code(err), "authenticated calls reach the service")
 
@@ -425,31 +426,46 @@ func call(t *testing.T, d *deployment, method, path, body, tok string) (int, res
 	return resp.StatusCode, e, string(raw)
 }
 
-// unimplementedPaths are documented REST paths whose capability a later
-// issue delivers; each must reach its gRPC method and say which capability.
-var unimplementedPaths = []struct {
-	method, path, body, capability string
-}{
-	{"POST", "/memory/curator/snapshot", `{"label":"pre-migration","includeRuns":false}`, "memory-snapshot"},
-}
+// testRESTSnapshots: memory-snapshot and friends through the REST edge
+// (spec DiffMem §4.4), after the proposal flow made the curator's memory.
+func testRESTSnapshots(t *testing.T, d *deployment) {
+	admin := token(t, d, auth.RoleAdmin)
+	body := `{"label":"pre-migration","includeRuns":false}`
+	code, e, raw := call(t, d, "POST", "/memory/garden-bloom-curator/snapshot", body, "")
+	require.Equal(t, http.StatusUnauthorized, code, raw)
+	code, e, raw = call(t, d, "POST", "/memory/garden-bloom-curator/snapshot", body, token(t, d, auth.RoleService))
+	require.Equal(t, http.StatusForbidden, code, raw)
+	require.Equal(t, "PERMISSION_DENIED", e.Details[0].Reason, raw)
 
-func testRESTPaths(t *testing.T, d *deployment) {
-	tok := token(t, d, auth.RoleAdmin, auth.RoleReviewer, auth.RoleService)
-	for _, p := range unimplementedPaths {
-		t.Run(p.method+" "+p.path, func(t *testing.T) {
-			code, e, raw := call(t, d, p.method, p.path, p.body, tok)
-			require.Equal(t, http.StatusNotImplemented, code, raw)
-			require.Equal(t, int(codes.Unimplemented), e.Code, raw)
-			require.Contains(t, e.Message, p.capability, raw)
-			require.NotEmpty(t, e.Details, raw)
-			require.Equal(t, "NOT_IMPLEMENTED", e.Details[0].Reason, raw)
-			require.Equal(t, apierr.Domain, e.Details[0].Domain, raw)
+	code, resp := jsonCall(t, d, "POST", "/memory/garden-bloom-curator/snapshot", body, admin)
+	require.Equal(t, http.StatusOK, code, resp)
+	snap := resp["snapshot"].(map[string]any)
+	require.Equal(t, "snapshot_pre-migration", snap["snapshotId"])
+	require.Equal(t, "garden-bloom-curator", snap["agentId"])
+	require.Equal(t, revParse(t, filepath.Join(d.dataDir, "memory.git"), "main"), snap["gitCommit"])
+	require.Regexp(t, `^\d+(\.\d)?[KMG]?B$`, snap["size"])
+	require.True(t, strings.HasSuffix(snap["storedAt"].(string), "/memory-snapshots/garden-bloom-curator/pre-migration.tar.gz"), snap["storedAt"])
+	require.Equal(t, true, snap["restorable"])
+	_, _, err := blob.GetBytes(context.Background(), d.objects, "memory-snapshots/garden-bloom-curator/pre-migration.tar.gz")
+	require.NoError(t, err, "the archive is in the object store")
 
-			code, e, raw = call(t, d, p.method, p.path, p.body, "")
-			require.Equal(t, http.StatusUnauthorized, code, raw)
-			require.Equal(t, int(codes.Unauthenticated), e.Code, raw)
-		})
-	}
+	code, e, raw = call(t, d, "POST", "/memory/garden-bloom-curator/snapshot", body, admin)
+	require.Equal(t, http.StatusConflict, code, raw)
+	require.Equal(t, "ALREADY_EXISTS", e.Details[0].Reason, raw)
+
+	code, list := jsonCall(t, d, "GET", "/memory/garden-bloom-curator/snapshots", "", admin)
+	require.Equal(t, http.StatusOK, code, list)
+	require.Len(t, list["snapshots"], 1)
+
+	code, e, raw = call(t, d, "POST", "/memory/garden-bloom-curator/snapshots/snapshot_pre-migration:restore", `{}`, admin)
+	require.Equal(t, http.StatusBadRequest, code, "nothing changed since: %s", raw)
+	code, e, raw = call(t, d, "POST", "/memory/garden-bloom-curator/snapshots/snapshot_nope:restore", `{}`, admin)
+	require.Equal(t, http.StatusNotFound, code, raw)
+	require.Equal(t, "SNAPSHOT_NOT_FOUND", e.Details[0].Reason, raw)
+
+	code, rot := jsonCall(t, d, "POST", "/memory/runs:rotate", `{}`, admin)
+	require.Equal(t, http.StatusOK, code, rot)
+	require.Empty(t, rot["proposals"], "every run is younger than 90 days")
 }
 
 func testRESTErrors(t *testing.T, d *deployment) {
@@ -735,6 +751,62 @@ func TestReadPlaneOnAMirror(t *testing.T) {
 	w := startBinary(t, writeDir, "--target=write", "--git-remote-url", remote, "--auto-approve-default")
 	r := startBinary(t, readDir, "--target=read", "--proposal-apply-addr", w.grpcAddr,
 		"--repo-mirror-url", remote, "--repo-mirror-poll", "50ms", "--auth-secret-file", filepath.Join(writeDir, "auth.secret"))
+	readsFollowTheWriter(t, r, writeDir, readDir)
+}
+
+// TestReadPlaneMirrorsTheWritersGitEndpoint is TestReadPlaneOnAMirror with no
+// git remote at all, as in Kubernetes where only the write plane may reach
+// it: the reader follows the writer's own read-only git endpoint
+// (http://<writer http addr>/git/memory.git) with service tokens it mints.
+func TestReadPlaneMirrorsTheWritersGitEndpoint(t *testing.T) {
+	base := t.TempDir()
+	writeDir, readDir := filepath.Join(base, "writer"), filepath.Join(base, "reader")
+	w := startBinary(t, writeDir, "--target=write", "--auto-approve-default")
+	endpoint := "http://" + w.httpAddr + app.GitHTTPPath
+	r := startBinary(t, readDir, "--target=read", "--proposal-apply-addr", w.grpcAddr,
+		"--repo-mirror-url", endpoint, "--repo-mirror-poll", "50ms", "--auth-secret-file", filepath.Join(writeDir, "auth.secret"))
+	readsFollowTheWriter(t, r, writeDir, readDir)
+	require.Eventually(t, func() bool {
+		return revParse(t, filepath.Join(writeDir, "memory.git"), "main") == revParse(t, filepath.Join(readDir, "mirror.git"), "main")
+	}, 30*time.Second, 50*time.Millisecond, "the mirror's main is the writer's")
+	require.NotContains(t, r.logs(), "mirror fetch failed", "the reader's tokens are accepted from the first fetch")
+
+	// The endpoint is the writer's alone, read-only, and wants a service or
+	// admin token.
+	d := &deployment{dataDir: writeDir}
+	info := endpoint + "/info/refs?service=git-upload-pack"
+	for _, c := range []struct {
+		name, url, tok string
+		want           int
+	}{
+		{"no token", info, "", http.StatusUnauthorized},
+		{"agent token", info, token(t, d, auth.RoleAgent), http.StatusForbidden},
+		{"service token", info, token(t, d, auth.RoleService), http.StatusOK},
+		{"push", endpoint + "/info/refs?service=git-receive-pack", token(t, d, auth.RoleAdmin), http.StatusForbidden},
+		{"another file", "http://" + w.httpAddr + "/git/memory.git/config", token(t, d, auth.RoleAdmin), http.StatusNotFound},
+	} {
+		req, err := http.NewRequest("GET", c.url, nil)
+		require.NoError(t, err)
+		if c.tok != "" {
+			req.Header.Set("Authorization", "Bearer "+c.tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err, c.name)
+		_ = resp.Body.Close()
+		require.Equal(t, c.want, resp.StatusCode, c.name)
+	}
+	code, _, _ := call(t, &deployment{httpAddr: r.httpAddr}, "GET", app.GitHTTPPath+"/info/refs?service=git-upload-pack", "", token(t, d, auth.RoleService))
+	require.NotEqual(t, http.StatusOK, code, "a read replica serves no git endpoint")
+	require.NotContains(t, w.logs(), `"msg":"git http-backend"`, "git served every fetch without complaint")
+	for name, logs := range map[string]string{"writer": w.logs(), "reader": r.logs()} {
+		require.NotContains(t, logs, "eyJ", "no token in the %s's logs", name) // every JWT starts so
+	}
+}
+
+// readsFollowTheWriter: what the writer applies becomes readable and
+// searchable at the reader r, which keeps a mirror in readDir.
+func readsFollowTheWriter(t *testing.T, r process, writeDir, readDir string) {
+	t.Helper()
 	d := &deployment{httpAddr: r.httpAddr, dataDir: writeDir}
 	svc := token(t, d, auth.RoleService)
 
@@ -751,8 +823,18 @@ func TestReadPlaneOnAMirror(t *testing.T) {
 		hits, _ := res["results"].([]any)
 		return len(hits) > 0
 	}, 30*time.Second, 50*time.Millisecond, "and search indexes it")
-	_, err = os.Stat(filepath.Join(readDir, "memory.git"))
+	_, err := os.Stat(filepath.Join(readDir, "memory.git"))
 	require.True(t, os.IsNotExist(err), "the reader never creates a canonical repository")
+}
+
+// revParse resolves rev in a bare repository ("" when it cannot).
+func revParse(t *testing.T, gitDir, rev string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--git-dir", gitDir, "rev-parse", "--verify", rev).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // testRESTEntities: wiki links in applied facts become graph entities.

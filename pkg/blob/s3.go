@@ -2,12 +2,14 @@ package blob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -53,18 +55,39 @@ func NewS3(ctx context.Context, rawURL string, lookupEnv func(string) (string, b
 	if s.prefix != "" {
 		s.prefix += "/"
 	}
-	exists, err := client.BucketExists(ctx, s.bucket)
+	// A MinIO that has just started answers "not initialized" for a few
+	// seconds (compose and Kubernetes start both at once): wait it out.
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err = s.ensureBucket(ctx, q.Get("region"))
+		if s3Code(err) != "XMinioServerNotInitialized" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("blob: s3 bucket %q: %w", s.bucket, err)
+		case <-time.After(wait):
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("blob: s3 bucket %q: %w", s.bucket, err)
+		return nil, err
+	}
+	return s, nil
+}
+
+// ensureBucket creates the bucket when it is missing.
+func (s *S3) ensureBucket(ctx context.Context, region string) error {
+	exists, err := s.client.BucketExists(ctx, s.bucket)
+	if err != nil {
+		return fmt.Errorf("blob: s3 bucket %q: %w", s.bucket, err)
 	}
 	if !exists {
-		if err := client.MakeBucket(ctx, s.bucket, minio.MakeBucketOptions{Region: q.Get("region")}); err != nil {
+		if err := s.client.MakeBucket(ctx, s.bucket, minio.MakeBucketOptions{Region: region}); err != nil {
 			if resp := minio.ToErrorResponse(err); resp.Code != "BucketAlreadyOwnedByYou" && resp.Code != "BucketAlreadyExists" {
-				return nil, fmt.Errorf("blob: create bucket %q: %w", s.bucket, err)
+				return fmt.Errorf("blob: create bucket %q: %w", s.bucket, err)
 			}
 		}
 	}
-	return s, nil
+	return nil
 }
 
 func (s *S3) info(key string, o minio.ObjectInfo) Info {
@@ -73,6 +96,15 @@ func (s *S3) info(key string, o minio.ObjectInfo) Info {
 		ct = DefaultContentType
 	}
 	return Info{Key: key, Size: o.Size, ETag: strings.Trim(o.ETag, `"`), ModTime: o.LastModified, ContentType: ct}
+}
+
+// s3Code is the S3 error code of err, wrapped or not ("" for other errors).
+func s3Code(err error) string {
+	var resp minio.ErrorResponse
+	if errors.As(err, &resp) {
+		return resp.Code
+	}
+	return ""
 }
 
 func notFound(err error) bool {
@@ -107,9 +139,35 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 		}
 		r = f
 	}
-	if _, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, r, size,
-		minio.PutObjectOptions{ContentType: ct, DisableMultipart: true}); err != nil {
-		return Info{}, fmt.Errorf("blob: put %s: %w", key, err)
+	seeker, _ := r.(io.Seeker)
+	var start int64
+	if seeker != nil {
+		var err error
+		if start, err = seeker.Seek(0, io.SeekCurrent); err != nil {
+			seeker = nil
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		_, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, r, size,
+			minio.PutObjectOptions{ContentType: ct, DisableMultipart: true})
+		if err == nil {
+			break
+		}
+		// MinIO's single-drive backend answers AccessDenied when a
+		// concurrent Delete removes the parent "directory" under a Put; the
+		// write itself is allowed, so it is retried a few times when the
+		// body can be read again. Real credential errors fail after them.
+		if seeker == nil || attempt == 4 || minio.ToErrorResponse(err).Code != "AccessDenied" {
+			return Info{}, fmt.Errorf("blob: put %s: %w", key, err)
+		}
+		select {
+		case <-ctx.Done():
+			return Info{}, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		}
+		if _, err := seeker.Seek(start, io.SeekStart); err != nil {
+			return Info{}, fmt.Errorf("blob: put %s: %w", key, err)
+		}
 	}
 	return s.Stat(ctx, key) // the stored ETag, size and time, as Get will see them
 }

@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,6 +25,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/commitfeed"
+	"github.com/garden-bloom/memory/pkg/gitserve"
 	"github.com/garden-bloom/memory/pkg/grpcserver"
 	"github.com/garden-bloom/memory/pkg/healthcheck"
 	"github.com/garden-bloom/memory/pkg/memrepo"
@@ -127,7 +130,11 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 		}
 	}
 	if cfg.Storage.MirrorURL != "" {
-		a.mirror = memrepo.NewMirror(cfg.Storage.MirrorURL, cfg.Storage.ReadRepoPath())
+		var opts []memrepo.MirrorOption
+		if isGitEndpoint(cfg.Storage.MirrorURL) {
+			opts = append(opts, memrepo.WithBearerToken(a.mirrorToken))
+		}
+		a.mirror = memrepo.NewMirror(cfg.Storage.MirrorURL, cfg.Storage.ReadRepoPath(), opts...)
 		if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
 			conn, err := a.serviceConn("mirror", addr) // dialled now: a.conns is not touched once serving
 			if err != nil {
@@ -141,7 +148,7 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 			return nil, err
 		}
 	}
-	if err := a.setupHTTP(ctx); err != nil {
+	if err := a.setupHTTP(ctx, verifier); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -174,6 +181,7 @@ func (a *App) setupWritePlane(ctx context.Context) error {
 	a.logger.Info("memory repo ready", "path", cfg.Storage.RepoPath(), "head", head.String())
 	a.proposalApply, err = proposalapply.New(ctx, cfg.ProposalApply, proposalapply.Deps{
 		Repo: repo, Blobs: a.objects, Logger: a.logger, MeterProvider: a.tel.MeterProvider(), LookupEnv: os.LookupEnv,
+		ObjectsLocation: objectsLocation(cfg.Storage.Objects()),
 	})
 	return err
 }
@@ -212,6 +220,33 @@ func (a *App) followMirror(ctx context.Context) {
 		case <-kick:
 		}
 	}
+}
+
+// GitHTTPPath is where a process running proposal-apply serves its
+// repository read-only over git's smart HTTP protocol, on --http-addr: the
+// clone URL is http://<http-addr>/git/memory.git.
+const GitHTTPPath = "/git/memory.git"
+
+// gitReaderRoles may fetch from GitHTTPPath: read planes (service tokens)
+// and operators.
+var gitReaderRoles = []auth.Role{auth.RoleService, auth.RoleAdmin}
+
+// isGitEndpoint reports whether a --repo-mirror-url is a memoryd git
+// endpoint (http(s), path ending in GitHTTPPath, no credentials of its own):
+// only such a remote is sent this process's service tokens, never an
+// arbitrary git host.
+func isGitEndpoint(remote string) bool {
+	u, err := url.Parse(remote)
+	if err != nil || u.User != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), GitHTTPPath)
+}
+
+// mirrorToken mints the short-lived service token of one mirror fetch from
+// the write plane's git endpoint.
+func (a *App) mirrorToken() (string, error) {
+	return a.signer.Mint("memoryd/mirror", []auth.Role{auth.RoleService}, []string{auth.AllAgents}, auth.ServiceTokenTTL)
 }
 
 // setupContextAssembly builds context-assembly with its own service-token
@@ -353,9 +388,10 @@ func (a *App) conn(addr string) (*grpc.ClientConn, error) {
 	return c, nil
 }
 
-// setupHTTP builds the HTTP listener: /health, /metrics, /status/config and,
-// for the gateway target, the REST edge.
-func (a *App) setupHTTP(ctx context.Context) error {
+// setupHTTP builds the HTTP listener: /health, /metrics, /status/config,
+// for proposal-apply the read-only git endpoint (GitHTTPPath) and, for the
+// gateway target, the REST edge.
+func (a *App) setupHTTP(ctx context.Context, verifier *auth.Verifier) error {
 	// /health reports every service this process runs or routes to.
 	var targets []healthcheck.Target
 	conns := map[Module]*grpc.ClientConn{}
@@ -376,6 +412,15 @@ func (a *App) setupHTTP(ctx context.Context) error {
 	mux.Handle("GET /health", healthcheck.Handler(targets, 2*time.Second))
 	mux.Handle("GET /metrics", a.tel.MetricsHandler())
 	mux.HandleFunc("GET /status/config", a.serveConfig)
+	if a.proposalApply != nil {
+		// Read planes that may not reach the git remote follow the
+		// canonical repository here (--repo-mirror-url).
+		gh, err := gitserve.New(a.cfg.Storage.RepoPath(), GitHTTPPath, gitserve.Options{Logger: a.logger.With("component", "git-http")})
+		if err != nil {
+			return fmt.Errorf("git endpoint: %w", err)
+		}
+		mux.Handle(path.Dir(GitHTTPPath)+"/", auth.RequireHTTP(verifier, gitReaderRoles, gh))
+	}
 	if a.mods.Has(ModuleGateway) {
 		gw, err := gateway.New(ctx, gateway.Conns{
 			ContextAssembly: conns[ModuleContextAssembly],

@@ -41,7 +41,8 @@ type Config struct {
 type StorageConfig struct {
 	DataDir string
 	// MirrorURL, for a read plane on another host than the writer: keep a
-	// read-only mirror of this remote instead of opening memory.git.
+	// read-only mirror of this remote instead of opening memory.git. The
+	// write plane serves one at http://<its --http-addr>/git/memory.git.
 	MirrorURL  string
 	MirrorPoll time.Duration
 	// ObjectsURL is the object store: file:///path (default <data-dir>/objects)
@@ -53,7 +54,9 @@ type StorageConfig struct {
 // RegisterFlags adds the storage flags.
 func (c *StorageConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory of the embedded default: memory.git, objects/, auth.secret")
-	fs.StringVar(&c.MirrorURL, "repo-mirror-url", "", "read targets only: follow this remote in <data-dir>/mirror.git instead of opening <data-dir>/memory.git")
+	fs.StringVar(&c.MirrorURL, "repo-mirror-url", "", "read targets only: follow this remote in <data-dir>/mirror.git instead of opening <data-dir>/memory.git; "+
+		"usually the write plane's read-only git endpoint http://<its --http-addr>/git/memory.git, fetched with short-lived service tokens signed with the shared auth secret "+
+		"(only a URL ending in /git/memory.git is sent tokens), or any git remote the writer pushes to")
 	fs.DurationVar(&c.MirrorPoll, "repo-mirror-poll", time.Second, "how often the mirror fetches from --repo-mirror-url")
 	fs.StringVar(&c.ObjectsURL, "objects-url", "", "object store: file:///path (default <data-dir>/objects) or s3://bucket[/prefix]?endpoint=host:port&secure=false (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)")
 }
@@ -101,7 +104,7 @@ type ServerConfig struct {
 // RegisterFlags adds the server flags.
 func (c *ServerConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", "127.0.0.1:9090", "gRPC listen address of this process's services")
-	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address: REST edge (gateway target), /health, /metrics, /status/config")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address: REST edge (gateway target), read-only git endpoint /git/memory.git (proposal-apply), /health, /metrics, /status/config")
 	fs.IntVar(&c.MaxRecvMsgBytes, "grpc-max-recv-bytes", 8<<20, "largest gRPC request message accepted")
 	fs.IntVar(&c.MaxSendMsgBytes, "grpc-max-send-bytes", 16<<20, "largest gRPC response message sent")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight calls may drain on SIGTERM before they are cut")
@@ -315,6 +318,17 @@ func readYAMLFlags(path string, fs *flag.FlagSet) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// objectsLocation is the object store's URL as people should see it: no
+// credentials, no query (s3://bucket/prefix, file:///data/objects).
+func objectsLocation(v string) string {
+	u, err := url.Parse(v)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 // redact hides credentials embedded in a URL value (user:password@host);

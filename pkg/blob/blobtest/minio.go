@@ -1,6 +1,7 @@
 package blobtest
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -46,8 +47,73 @@ func freePort(t testing.TB) string {
 	return lis.Addr().String()
 }
 
-// StartMinIO starts the shared server once and returns its address; it lives until the test binary
-// exits (the OS reaps it with the process group).
+// MinIO is a MinIO server process on loopback that a test can stop and
+// start again on the same address and data (fault tests).
+type MinIO struct {
+	Addr     string
+	bin, dir string
+	console  string
+	cmd      *exec.Cmd
+}
+
+// NewMinIO starts a server of the test's own, stopped at the test's end.
+func NewMinIO(t testing.TB) *MinIO {
+	t.Helper()
+	bin := minioBinary()
+	if _, err := os.Stat(bin); err != nil {
+		skipOrFail(t, "MinIO is not installed at "+bin+" (run make tools)")
+	}
+	m := &MinIO{Addr: freePort(t), console: freePort(t), bin: bin, dir: t.TempDir()}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	return m
+}
+
+// Start starts the server and waits until it is healthy.
+func (m *MinIO) Start() error {
+	cmd := exec.Command(m.bin, "server", "--quiet", "--address", m.Addr, "--console-address", m.console, m.dir)
+	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+minioUser, "MINIO_ROOT_PASSWORD="+minioPassword, "MINIO_BROWSER=off")
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	m.cmd = cmd
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + m.Addr + "/minio/health/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	m.Stop()
+	return fmt.Errorf("MinIO did not become healthy on %s", m.Addr)
+}
+
+// Stop kills the server (as a crash or an outage would) and waits for it.
+func (m *MinIO) Stop() {
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Kill()
+	_ = m.cmd.Wait()
+	m.cmd = nil
+}
+
+func skipOrFail(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
+// StartMinIO starts the shared server once and returns its address; it lives
+// until the test binary exits (the OS reaps it with the process group).
 func StartMinIO(t testing.TB) string {
 	minioOnce.Do(func() {
 		bin := minioBinary()
@@ -60,33 +126,15 @@ func StartMinIO(t testing.TB) string {
 			minioErr = err.Error()
 			return
 		}
-		addr, console := freePort(t), freePort(t)
-		cmd := exec.Command(bin, "server", "--quiet", "--address", addr, "--console-address", console, dir)
-		cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+minioUser, "MINIO_ROOT_PASSWORD="+minioPassword, "MINIO_BROWSER=off")
-		if err := cmd.Start(); err != nil {
+		m := &MinIO{Addr: freePort(t), console: freePort(t), bin: bin, dir: dir}
+		if err := m.Start(); err != nil {
 			minioErr = err.Error()
 			return
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			resp, err := http.Get("http://" + addr + "/minio/health/live")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					minioEndpoint = addr
-					return
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		_ = cmd.Process.Kill()
-		minioErr = "MinIO did not become healthy"
+		minioEndpoint = m.Addr
 	})
 	if minioEndpoint == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal(minioErr)
-		}
-		t.Skip(minioErr)
+		skipOrFail(t, minioErr)
 	}
 	return minioEndpoint
 }

@@ -1,0 +1,73 @@
+package auth
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+)
+
+// HTTPRealm is the realm of the WWW-Authenticate challenges of
+// [RequireHTTP].
+const HTTPRealm = "memoryd"
+
+// RequireHTTP protects a plain HTTP handler (one not behind the gRPC
+// interceptors) with the same bearer tokens: next runs only for requests
+// with exactly one "Authorization: Bearer <jwt>" header that v accepts and
+// whose claims hold at least one of roles; it finds the claims with
+// [ClaimsFromContext].
+//
+// A missing, malformed, badly signed or expired token is 401 with a
+// "WWW-Authenticate: Bearer" challenge (RFC 6750); a valid token without an
+// allowed role is 403. The token is never written anywhere, and the
+// response says no more than the gRPC interceptors do. It panics if v is nil
+// or roles is empty, since a handler that accepts everybody is worse than a
+// process that does not start.
+func RequireHTTP(v *Verifier, roles []Role, next http.Handler) http.Handler {
+	if v == nil {
+		panic("auth: RequireHTTP requires a non-nil Verifier")
+	}
+	if len(roles) == 0 {
+		panic("auth: RequireHTTP requires at least one role")
+	}
+	roles = slices.Clone(roles)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		vals := r.Header.Values("Authorization")
+		if len(vals) == 0 {
+			challenge(w, http.StatusUnauthorized, "", "missing bearer token")
+			return
+		}
+		token, ok := "", len(vals) == 1
+		if ok {
+			token, ok = parseBearer(vals[0])
+		}
+		if !ok {
+			challenge(w, http.StatusUnauthorized, "invalid_request", "authorization must be one bearer token")
+			return
+		}
+		claims, err := v.Verify(token)
+		if err != nil {
+			msg := "invalid token"
+			if errors.Is(err, ErrExpiredToken) {
+				msg = "token expired"
+			}
+			challenge(w, http.StatusUnauthorized, "invalid_token", msg)
+			return
+		}
+		if !slices.ContainsFunc(roles, claims.HasRole) {
+			challenge(w, http.StatusForbidden, "insufficient_scope", "the token's roles do not allow this")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(ContextWithClaims(r.Context(), claims)))
+	})
+}
+
+// challenge writes an RFC 6750 error response; code is "" when the request
+// carried no credentials at all.
+func challenge(w http.ResponseWriter, status int, code, msg string) {
+	h := `Bearer realm="` + HTTPRealm + `"`
+	if code != "" {
+		h += `, error="` + code + `", error_description="` + msg + `"`
+	}
+	w.Header().Set("WWW-Authenticate", h)
+	http.Error(w, msg, status)
+}
