@@ -16,12 +16,17 @@ GRPC_GATEWAY_VERSION        := v2.32.0
 GRPCURL_VERSION             := v1.9.4
 # The MinIO server the S3 driver's tests run against (real, on loopback).
 MINIO_VERSION               := v0.0.0-20260212201848-7aac2a2c5b7c
+# Offline checks of deploy/ (make validate-deploy): kubeconform against the
+# API schemas of this Kubernetes release, and compose's own `config`.
+KUBECONFORM_VERSION         := v0.8.0
+K8S_SCHEMA_VERSION          := v1.36.3
+COMPOSE_VERSION             := v2.40.3
 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/garden-bloom/memory/cmd/memoryd/app.Version=$(VERSION)
 DATA_DIR ?= ./data
 
-.PHONY: all tools generate lint build run test test-race bench bench-quality check-generated clean
+.PHONY: all tools deploy-tools generate lint build run test test-race bench bench-quality check-generated validate-deploy clean
 
 all: build
 
@@ -39,12 +44,42 @@ $(BIN)/.grpcurl-$(GRPCURL_VERSION):
 	$(GO) install github.com/fullstorydev/grpcurl/cmd/grpcurl@$(GRPCURL_VERSION) && touch $@
 $(BIN)/.minio-$(MINIO_VERSION):
 	$(GO) install github.com/minio/minio@$(MINIO_VERSION) && touch $@
+$(BIN)/.kubeconform-$(KUBECONFORM_VERSION):
+	$(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION) && touch $@
+# docker compose cannot be `go install`ed (its module is built from its own
+# folder): copy the module out of the module cache and build ./cmd there. The
+# binary runs standalone as bin/docker-compose, with no docker CLI or engine;
+# it is also linked as a CLI plugin for a machine that has a docker CLI:
+# DOCKER_CONFIG=bin/docker docker compose ...
+COMPOSE_SRC := $(CURDIR)/.cache/compose-src-$(COMPOSE_VERSION)
+$(BIN)/.docker-compose-$(COMPOSE_VERSION):
+	cd / && $(GO) mod download github.com/docker/compose/v2@$(COMPOSE_VERSION)
+	rm -rf $(COMPOSE_SRC) && mkdir -p $(dir $(COMPOSE_SRC)) && \
+	cp -R "$$($(GO) env GOMODCACHE)/github.com/docker/compose/v2@$(COMPOSE_VERSION)" $(COMPOSE_SRC) && \
+	chmod -R u+w $(COMPOSE_SRC)
+	cd $(COMPOSE_SRC) && $(GO) build -buildvcs=false -trimpath \
+	  -ldflags "-s -w -X github.com/docker/compose/v2/internal.Version=$(COMPOSE_VERSION)" \
+	  -o $(BIN)/docker-compose ./cmd
+	rm -rf $(COMPOSE_SRC)
+	mkdir -p $(BIN)/docker/cli-plugins && ln -sf ../../docker-compose $(BIN)/docker/cli-plugins/docker-compose
+	touch $@
+
+# Kubernetes JSON schemas for kubeconform, generated offline from
+# k8s.io/kubernetes's api/openapi-spec/swagger.json (in the Go module cache)
+# by deploy/tools/k8sschema, a module of its own.
+K8S_SCHEMA_DIR := $(CURDIR)/.cache/k8s-schemas/$(K8S_SCHEMA_VERSION)
+K8SSCHEMA_SRC  := $(wildcard deploy/tools/k8sschema/*.go) deploy/tools/k8sschema/go.mod
+$(BIN)/k8sschema: $(K8SSCHEMA_SRC)
+	cd deploy/tools/k8sschema && $(GO) vet . && $(GO) test -count=1 . && $(GO) build -o $@ .
+$(K8S_SCHEMA_DIR)/.stamp: $(BIN)/k8sschema
+	$(BIN)/k8sschema -module k8s.io/kubernetes@$(K8S_SCHEMA_VERSION) -out $(K8S_SCHEMA_DIR) && touch $@
 
 PROTO_TOOLS := $(BIN)/.buf-$(BUF_VERSION) $(BIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
 	$(BIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(BIN)/.grpc-gateway-$(GRPC_GATEWAY_VERSION)
 
-## tools: install every pinned tool into ./bin
+## tools: install every pinned tool into ./bin (deploy-tools: those of validate-deploy)
 tools: $(PROTO_TOOLS) $(BIN)/.grpcurl-$(GRPCURL_VERSION) $(BIN)/.minio-$(MINIO_VERSION)
+deploy-tools: $(BIN)/.kubeconform-$(KUBECONFORM_VERSION) $(K8S_SCHEMA_DIR)/.stamp $(BIN)/.docker-compose-$(COMPOSE_VERSION)
 
 ## generate: regenerate gen/ (Go, grpc-gateway, OpenAPI) from proto/
 generate: $(PROTO_TOOLS)
@@ -89,6 +124,23 @@ bench:
 DATA ?= ../shared/data
 bench-quality:
 	$(GO) run ./cmd/membench quality --data $(DATA)
+
+## validate-deploy: offline checks of deploy/kubernetes (kubeconform -strict
+## against Kubernetes $(K8S_SCHEMA_VERSION)'s API) and docker-compose.yml
+## (compose config); no cluster, Docker engine or docker CLI needed
+K8S_DIR       := deploy/kubernetes
+K8S_MANIFESTS := $(filter-out $(K8S_DIR)/kustomization.yaml,$(wildcard $(K8S_DIR)/*.yaml))
+validate-deploy: deploy-tools
+	@# kustomization.yaml is no Kubernetes object: check that it lists files
+	@# that exist and every manifest but the example Secrets.
+	@cd $(K8S_DIR) && listed=$$(sed -n 's/^  - \([^ ]*\.yaml\)$$/\1/p' kustomization.yaml) && status=0 && \
+	for f in $$listed; do [ -f "$$f" ] || { echo "$(K8S_DIR)/kustomization.yaml lists $$f, which does not exist"; status=1; }; done && \
+	for f in *.yaml; do case "$$f" in kustomization.yaml|*.example.yaml) continue;; esac; \
+	  echo "$$listed" | grep -qx "$$f" || { echo "$(K8S_DIR)/$$f is not in kustomization.yaml"; status=1; }; done && \
+	exit $$status
+	kubeconform -strict -summary -schema-location '$(K8S_SCHEMA_DIR)/{{ .ResourceKind }}{{ .KindSuffix }}.json' $(K8S_MANIFESTS)
+	DOCKER_CONFIG=$(BIN)/docker docker-compose -f docker-compose.yml config -q
+	@echo "docker-compose.yml: valid (docker compose $(COMPOSE_VERSION))"
 
 clean:
 	rm -rf $(BIN)/memoryd .cache
