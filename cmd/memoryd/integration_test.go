@@ -271,6 +271,7 @@ func TestSuite(t *testing.T) {
 			t.Run("grpc auth", func(t *testing.T) { testGRPCAuth(t, d) })
 			t.Run("rest proposal flow", func(t *testing.T) { testRESTProposalFlow(t, d) })
 			t.Run("rest snapshots", func(t *testing.T) { testRESTSnapshots(t, d) })
+			t.Run("diffmem adapter paths", func(t *testing.T) { testDiffMemAdapter(t, d) })
 			t.Run("rest search follows commits", func(t *testing.T) { testRESTSearch(t, d) })
 			t.Run("rest read memory", func(t *testing.T) { testRESTRead(t, d) })
 			t.Run("rest context assembly", func(t *testing.T) { testRESTContext(t, d) })

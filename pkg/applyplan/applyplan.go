@@ -112,8 +112,8 @@ func Build(in Input) (*Plan, error) {
 		var next, what string
 		switch u.GetOperation() {
 		case memoryv1.Operation_OPERATION_RESTORE:
-			// Byte for byte what the snapshot holds.
-			next, what = u.GetContent(), "restored from a snapshot"
+			// Byte for byte what a snapshot (or an onboarding skeleton) holds.
+			next, what = u.GetContent(), "written exactly as given"
 		case memoryv1.Operation_OPERATION_DELETE:
 			if _, ok, err := in.Read(rel); err != nil {
 				return nil, err

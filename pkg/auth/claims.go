@@ -64,17 +64,27 @@ func (c *Claims) CanAccessAgent(agentID string) bool {
 	return slices.Contains(c.Agents, agentID) || slices.Contains(c.Agents, AllAgents)
 }
 
-// Validate checks the application-level invariants of a token: a subject, an
-// expiry and at least one known role. It is run both before signing (so we
-// never mint a token we would reject) and, through jwt's ClaimsValidator
-// hook, after every successful signature check.
+// Validate checks the invariants every token must meet: a subject, an
+// expiry and at least one known role. [Signer] runs it before signing, so we
+// never mint a token a [Verifier] would reject; the Verifier checks the same
+// after the signature (see [Verifier.Verify]).
 func (c *Claims) Validate() error {
+	var errs []error
+	if c.ExpiresAt == nil {
+		errs = append(errs, errors.New("auth: missing exp claim"))
+	}
+	if err := c.validateApp(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// validateApp checks the application-level claims: a subject and at least
+// one known role.
+func (c *Claims) validateApp() error {
 	var errs []error
 	if c.Subject == "" {
 		errs = append(errs, errors.New("auth: missing sub claim"))
-	}
-	if c.ExpiresAt == nil {
-		errs = append(errs, errors.New("auth: missing exp claim"))
 	}
 	if len(c.Roles) == 0 {
 		errs = append(errs, errors.New("auth: no roles"))

@@ -120,12 +120,12 @@ func authenticate(ctx context.Context, v *Verifier) (context.Context, error) {
 	}
 	claims, err := v.Verify(token)
 	if err != nil {
-		// Verify's error text describes exactly what failed; it stays on the
-		// server. Callers only learn what they can act on.
+		// Verify's error text has details for the server; callers learn why
+		// from a fixed vocabulary, never anything echoed from the token.
 		if errors.Is(err, ErrExpiredToken) {
-			return nil, unauthenticated("token expired", ReasonTokenExpired)
+			return nil, unauthenticated(PublicMessage(err), ReasonTokenExpired)
 		}
-		return nil, unauthenticated("invalid token", ReasonUnauthenticated)
+		return nil, unauthenticated(PublicMessage(err), ReasonUnauthenticated)
 	}
 	return ContextWithClaims(ctx, claims), nil
 }

@@ -187,7 +187,7 @@ func TestInterceptorErrorsDoNotLeakDetails(t *testing.T) {
 
 	_, err := client.Check(callCtx(t), &healthpb.HealthCheckRequest{})
 	requireUnauthenticated(t, err, ReasonUnauthenticated)
-	require.Equal(t, "invalid token", status.Convert(err).Message())
+	require.Equal(t, "invalid token: malformed token", status.Convert(err).Message())
 }
 
 func TestInterceptorsDefaultSkip(t *testing.T) {

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"errors"
 	"net/http"
 	"slices"
 )
@@ -46,11 +45,7 @@ func RequireHTTP(v *Verifier, roles []Role, next http.Handler) http.Handler {
 		}
 		claims, err := v.Verify(token)
 		if err != nil {
-			msg := "invalid token"
-			if errors.Is(err, ErrExpiredToken) {
-				msg = "token expired"
-			}
-			challenge(w, http.StatusUnauthorized, "invalid_token", msg)
+			challenge(w, http.StatusUnauthorized, "invalid_token", PublicMessage(err))
 			return
 		}
 		if !slices.ContainsFunc(roles, claims.HasRole) {

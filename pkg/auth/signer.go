@@ -11,8 +11,10 @@ import (
 // Signer mints HS256 tokens with the shared secret. It is safe for
 // concurrent use.
 type Signer struct {
-	key []byte
-	now func() time.Time
+	key      []byte
+	now      func() time.Time
+	issuer   string
+	audience string
 }
 
 // SignerOption configures a [Signer].
@@ -27,6 +29,20 @@ func WithSignerClock(now func() time.Time) SignerOption {
 			s.now = now
 		}
 	}
+}
+
+// WithSignerIssuer sets the iss claim of tokens minted by [Signer.Mint] and
+// [TokenCredentials], so they pass a [Verifier] configured with
+// [WithIssuer]. "" leaves iss out.
+func WithSignerIssuer(iss string) SignerOption {
+	return func(s *Signer) { s.issuer = iss }
+}
+
+// WithSignerAudience sets the aud claim of tokens minted by [Signer.Mint]
+// and [TokenCredentials], so they pass a [Verifier] configured with
+// [WithAudience]. "" leaves aud out.
+func WithSignerAudience(aud string) SignerOption {
+	return func(s *Signer) { s.audience = aud }
 }
 
 // NewSigner returns a Signer using secret as the HMAC key. It rejects
@@ -59,7 +75,8 @@ func (s *Signer) Sign(c Claims) (string, error) {
 
 // Mint issues a token for sub valid for ttl from now (per the Signer's
 // clock). iat and nbf are set to now and exp to now+ttl, truncated to whole
-// seconds as JWT NumericDates are.
+// seconds as JWT NumericDates are; iss and aud are the Signer's
+// ([WithSignerIssuer], [WithSignerAudience]).
 func (s *Signer) Mint(sub string, roles []Role, agents []string, ttl time.Duration) (string, error) {
 	_, tok, err := s.mint(sub, roles, agents, ttl)
 	return tok, err
@@ -75,6 +92,7 @@ func (s *Signer) mint(sub string, roles []Role, agents []string, ttl time.Durati
 	exp := now.Add(ttl)
 	c := Claims{
 		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    s.issuer,
 			Subject:   sub,
 			IssuedAt:  jwt.NewNumericDate(now),
 			NotBefore: jwt.NewNumericDate(now),
@@ -82,6 +100,9 @@ func (s *Signer) mint(sub string, roles []Role, agents []string, ttl time.Durati
 		},
 		Roles:  append([]Role(nil), roles...),
 		Agents: append([]string(nil), agents...),
+	}
+	if s.audience != "" {
+		c.Audience = jwt.ClaimStrings{s.audience}
 	}
 	tok, err := s.Sign(c)
 	if err != nil {

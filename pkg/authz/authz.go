@@ -36,9 +36,22 @@ func RequireRole(ctx context.Context, roles ...auth.Role) (*auth.Claims, error) 
 	return nil, denied(fmt.Sprintf("this call needs one of the roles %v", roles))
 }
 
-// globalRoles reach every agent; the agent role reaches only the agents its
-// token names.
-var globalRoles = []auth.Role{auth.RoleService, auth.RoleAdmin, auth.RoleReviewer}
+// globalRoles reach every agent whatever the token's agents list says.
+var globalRoles = []auth.Role{auth.RoleService, auth.RoleAdmin}
+
+// reach tells which agents role r of c reaches: all of them, or the listed
+// ones. Service and admin reach every agent; an agent token only the agents
+// it names ("*" = all); a reviewer every agent unless its token lists some,
+// which then restrict it ("*" = all).
+func reach(c *auth.Claims, r auth.Role) (all bool, agents []string) {
+	switch {
+	case slices.Contains(globalRoles, r), c.CanAccessAgent(auth.AllAgents):
+		return true, nil
+	case r == auth.RoleReviewer && len(c.Agents) == 0:
+		return true, nil
+	}
+	return false, c.Agents
+}
 
 // RequireAgent passes when the caller has any of roles and may act on
 // agentID through one of them. The error never says whether the agent exists.
@@ -48,19 +61,40 @@ func RequireAgent(ctx context.Context, agentID string, roles ...auth.Role) (*aut
 		return nil, err
 	}
 	for _, r := range roles {
-		if c.HasRole(r) && (slices.Contains(globalRoles, r) || c.CanAccessAgent(agentID)) {
+		if !c.HasRole(r) {
+			continue
+		}
+		if all, _ := reach(c, r); all || c.CanAccessAgent(agentID) {
 			return c, nil
 		}
 	}
 	return nil, denied("the token does not grant access to this agent")
 }
 
-// VisibleAgents returns the agents the caller may list (nil = all).
-func VisibleAgents(c *auth.Claims) []string {
-	if c.HasRole(auth.RoleService) || c.HasRole(auth.RoleAdmin) || c.HasRole(auth.RoleReviewer) || c.CanAccessAgent(auth.AllAgents) {
-		return nil
+// VisibleAgents returns the agents the caller may list through roles (nil =
+// all, empty = none). Only the roles a call allows count: an agent+reviewer
+// token searching memory (a call reviewers may not make) sees only its own
+// agents. Without roles, every role of the token counts.
+func VisibleAgents(c *auth.Claims, roles ...auth.Role) []string {
+	if len(roles) == 0 {
+		roles = c.Roles
 	}
-	return append([]string{}, c.Agents...)
+	out := []string{}
+	for _, r := range roles {
+		if !c.HasRole(r) {
+			continue
+		}
+		all, agents := reach(c, r)
+		if all {
+			return nil
+		}
+		for _, a := range agents {
+			if a != "" && !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
 func denied(msg string) error {

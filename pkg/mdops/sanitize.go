@@ -529,6 +529,9 @@ func (st *inlineStripper) codeSpanEnd(from, n int) int {
 func (st *inlineStripper) markupEnd(i int) (int, bool) {
 	rest := st.seg[i:]
 	switch {
+	case strings.HasPrefix(rest, AlwaysLoadOpen), strings.HasPrefix(rest, AlwaysLoadClose):
+		// The ALWAYS_LOAD markers hide nothing: they are kept verbatim.
+		return 0, false
 	case strings.HasPrefix(rest, "<!--"):
 		body := rest[4:]
 		switch {
@@ -673,3 +676,10 @@ func ValidateHeadings(md string) error {
 	}
 	return nil
 }
+
+// The markers of a block that basic and wide reads always load (issue #8);
+// Sanitize keeps them, every other HTML comment goes.
+const (
+	AlwaysLoadOpen  = "<!-- ALWAYS_LOAD -->"
+	AlwaysLoadClose = "<!-- /ALWAYS_LOAD -->"
+)

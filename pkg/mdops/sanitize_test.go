@@ -199,3 +199,17 @@ func TestLines(t *testing.T) {
 		require.Equal(t, tc.want, Lines(tc.in), "%q", tc.in)
 	}
 }
+
+func TestSanitizeKeepsAlwaysLoadMarkers(t *testing.T) {
+	in := "<!-- ALWAYS_LOAD -->\nkeep me <!-- but not this -->\n<!-- /ALWAYS_LOAD -->\n"
+	got, err := Sanitize(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<!-- ALWAYS_LOAD -->\nkeep me \n<!-- /ALWAYS_LOAD -->\n"; got != want {
+		t.Fatalf("Sanitize = %q, want %q", got, want)
+	}
+	if _, err := Sanitize("<!-- ALWAYS_LOAD --><script>alert(1)</script>"); err == nil {
+		t.Fatal("active content next to a marker must still be refused")
+	}
+}

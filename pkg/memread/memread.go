@@ -75,6 +75,81 @@ type Request struct {
 	// Reserved tokens are already spent (meta.json, returned beside the
 	// files) and count against the budget.
 	Reserved int
+	// AlwaysLoad are the agent's ALWAYS_LOAD blocks (CollectAlwaysLoad);
+	// basic and wide load those of files they do not load whole, right
+	// after snapshot.md, whatever Include and Exclude say.
+	AlwaysLoad []Block
+}
+
+// Block is the text of a file's ALWAYS_LOAD blocks.
+type Block struct {
+	Rel     string
+	Content string
+}
+
+// The markers of a block that is always part of basic and wide reads.
+const (
+	AlwaysLoadOpen  = mdops.AlwaysLoadOpen
+	AlwaysLoadClose = mdops.AlwaysLoadClose
+	// AlwaysLoadPrefix names the loaded blocks: "always_load/decisions.md".
+	AlwaysLoadPrefix = "always_load/"
+)
+
+// AlwaysLoadBlocks returns the text inside md's ALWAYS_LOAD blocks, in order;
+// a block left open runs to the end of the file.
+func AlwaysLoadBlocks(md string) []string {
+	var out []string
+	for {
+		i := strings.Index(md, AlwaysLoadOpen)
+		if i < 0 {
+			return out
+		}
+		md = md[i+len(AlwaysLoadOpen):]
+		body := md
+		if j := strings.Index(md, AlwaysLoadClose); j >= 0 {
+			body, md = md[:j], md[j+len(AlwaysLoadClose):]
+		} else {
+			md = ""
+		}
+		if body = strings.Trim(body, "\n"); strings.TrimSpace(body) != "" {
+			out = append(out, body+"\n")
+		}
+	}
+}
+
+// CollectAlwaysLoad reads every Markdown file of the agent and returns the
+// ALWAYS_LOAD blocks of each, in file order.
+func CollectAlwaysLoad(src Source) ([]Block, error) {
+	files, err := src.List("")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(files)
+	var out []Block
+	for _, rel := range files {
+		if !strings.HasSuffix(rel, ".md") {
+			continue
+		}
+		content, ok, err := src.Read(rel)
+		if err != nil {
+			return nil, err
+		}
+		if blocks := AlwaysLoadBlocks(content); ok && len(blocks) > 0 {
+			out = append(out, Block{Rel: rel, Content: strings.Join(blocks, "\n")})
+		}
+	}
+	return out, nil
+}
+
+// loadedWhole lists the files a mode loads in full (their blocks are in them).
+func loadedWhole(m Mode) []string {
+	switch m {
+	case Basic:
+		return []string{memlayout.SnapshotFile, memlayout.OpenLoopsFile}
+	case Wide:
+		return []string{memlayout.SnapshotFile, memlayout.OpenLoopsFile, memlayout.FactsFile}
+	}
+	return nil
 }
 
 // File is one loaded file.
@@ -169,6 +244,7 @@ func Read(src Source, req Request) (*Result, error) {
 		res.Files = append(res.Files, f)
 		res.Tokens += f.Tokens
 	}
+	blocksAdded := false
 	for _, rel := range files {
 		if excluded(rel, req.Exclude) {
 			continue
@@ -191,6 +267,13 @@ func Read(src Source, req Request) (*Result, error) {
 			}
 		}
 		add(File{Rel: rel, Content: content, Tokens: src.Count(content), Layer: layer})
+		if rel == memlayout.SnapshotFile {
+			addAlwaysLoad(req, add, src.Count)
+			blocksAdded = true
+		}
+	}
+	if !blocksAdded {
+		addAlwaysLoad(req, add, src.Count)
 	}
 	for _, f := range req.Extra {
 		if !excluded(f.Rel, req.Exclude) {
@@ -199,6 +282,24 @@ func Read(src Source, req Request) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// addAlwaysLoad adds the blocks basic and wide owe the reader.
+func addAlwaysLoad(req Request, add func(File), count func(string) int) {
+	whole := loadedWhole(req.Mode)
+	if whole == nil {
+		return
+	}
+	for _, b := range req.AlwaysLoad {
+		if slices.Contains(whole, b.Rel) {
+			continue
+		}
+		layer := 2
+		if f, err := memlayout.Resolve("x", b.Rel); err == nil {
+			layer = f.Layer
+		}
+		add(File{Rel: AlwaysLoadPrefix + b.Rel, Content: b.Content, Tokens: count(b.Content), Layer: layer})
+	}
 }
 
 // lastDecisions renders the newest n decisions (spec §11.4: never the whole

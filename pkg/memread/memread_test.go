@@ -126,3 +126,34 @@ func TestIncludeExcludeAndDeterminism(t *testing.T) {
 	_, err = Read(src, Request{Mode: "everything"})
 	require.Error(t, err)
 }
+
+func TestAlwaysLoadBlocksJoinBasicAndWide(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range agentFiles {
+		files[k] = v
+	}
+	files["decisions.md"] += "<!-- ALWAYS_LOAD -->\nNever deploy on Fridays.\n<!-- /ALWAYS_LOAD -->\n"
+	files["runs/run_1.md"] = "# Run 1\n\n<!-- ALWAYS_LOAD -->\nThe staging key rotates monthly.\n<!-- /ALWAYS_LOAD -->\nnoise\n<!-- ALWAYS_LOAD -->\nopen to the end"
+	files["facts.md"] += "<!-- ALWAYS_LOAD -->\n- pinned fact\n<!-- /ALWAYS_LOAD -->\n"
+	src := source(files)
+	blocks, err := CollectAlwaysLoad(src)
+	require.NoError(t, err)
+	require.Len(t, blocks, 3)
+
+	basic, err := Read(src, Request{Mode: Basic, AlwaysLoad: blocks})
+	require.NoError(t, err)
+	require.Equal(t, []string{"snapshot.md", "always_load/decisions.md", "always_load/facts.md", "always_load/runs/run_1.md", "open_loops.md"}, rels(basic))
+	require.Equal(t, "The staging key rotates monthly.\n\nopen to the end\n", basic.Files[3].Content)
+
+	// Wide loads facts.md whole, so its block is not loaded twice; include
+	// lists and exclusions do not drop blocks.
+	wide, err := Read(src, Request{Mode: Wide, AlwaysLoad: blocks, Include: []string{"facts.md"}, Exclude: []string{"runs/"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"facts.md", "always_load/decisions.md", "always_load/runs/run_1.md"}, rels(wide))
+
+	deep, err := Read(src, Request{Mode: Deep, AlwaysLoad: blocks})
+	require.NoError(t, err)
+	for _, f := range deep.Files {
+		require.False(t, strings.HasPrefix(f.Rel, AlwaysLoadPrefix), "deep loads the files themselves")
+	}
+}

@@ -80,13 +80,22 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	}
 
 	// 1. Layer 1, always first, cut at section boundaries if the budget is tiny.
+	blocks, err := h.svc.alwaysLoad(files)
+	if err != nil {
+		return nil, h.unavailable(err)
+	}
 	l1, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: h.svc.count},
-		memread.Request{Mode: memread.Wide, MaxTokens: budget, Include: []string{memlayout.SnapshotFile, memlayout.OpenLoopsFile, memlayout.FactsFile}})
+		memread.Request{Mode: memread.Wide, MaxTokens: budget, Include: []string{memlayout.SnapshotFile, memlayout.OpenLoopsFile, memlayout.FactsFile}, AlwaysLoad: blocks})
 	if err != nil {
 		return nil, h.unavailable(err)
 	}
 	inLayer1 := map[string]bool{}
 	for _, f := range l1.Files {
+		if rel, ok := strings.CutPrefix(f.Rel, memread.AlwaysLoadPrefix); ok {
+			add(&memoryv1.ContextSection{Kind: "always_load", File: memlayout.AgentDir(req.GetAgentId()) + rel, Commit: sha,
+				Tokens: int32(f.Tokens), Content: f.Content, Layer: int32(f.Layer), Truncated: f.Truncated}, "layer1")
+			continue
+		}
 		path := memlayout.AgentDir(req.GetAgentId()) + f.Rel
 		inLayer1[path] = true
 		if f.Rel == memlayout.FactsFile {

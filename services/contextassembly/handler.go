@@ -138,7 +138,11 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 	if err := access(ctx, req.GetAgentId(), "agentId"); err != nil {
 		return nil, err
 	}
-	m, err := mode(req.GetMode())
+	readMode := req.GetMode()
+	if readMode == memoryv1.ReadMode_READ_MODE_UNSPECIFIED {
+		readMode = req.GetDepth() // the DiffMem adapter's name
+	}
+	m, err := mode(readMode)
 	if err != nil {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "mode", "mode must be basic, wide, deep or temporal")
 	}
@@ -178,16 +182,21 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 			}
 		}
 	}
+	blocks, err := h.svc.alwaysLoad(files)
+	if err != nil {
+		return nil, h.unavailable(err)
+	}
 	res, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: h.svc.count}, memread.Request{
 		Mode: m, MaxTokens: int(req.GetMaxTokens()), Include: req.GetIncludeFiles(), Exclude: req.GetExcludeFiles(),
 		Today: commit.Committer.When.UTC().Format("2006-01-02"), Reserved: h.svc.count(metaRaw), Extra: extra,
+		AlwaysLoad: blocks,
 	})
 	if err != nil {
 		return nil, h.unavailable(err)
 	}
 	resp := &memoryv1.ReadMemoryResponse{
 		AgentId: req.GetAgentId(), Version: meta.Version, Commit: files.commit.String(),
-		LoadedAt: timestamppb.New(commit.Committer.When), Mode: req.GetMode(), TokenCount: int32(res.Tokens),
+		LoadedAt: timestamppb.New(commit.Committer.When), Mode: readMode, TokenCount: int32(res.Tokens),
 		Content: map[string]string{}, Meta: metaMessage(req.GetAgentId(), meta), Truncated: res.Truncated, Warnings: res.Warnings,
 	}
 	if resp.Mode == memoryv1.ReadMode_READ_MODE_UNSPECIFIED {
@@ -395,6 +404,13 @@ func (h *handler) ListHistory(ctx context.Context, req *memoryv1.ListHistoryRequ
 	if len(prefixes) == 0 {
 		prefixes = []string{memlayout.AgentDir(req.GetAgentId()), memlayout.LogicDir(req.GetAgentId())}
 	}
+	// A commit made with plain git may touch several agents: a caller
+	// limited to some agents sees only the agent's own files of it.
+	claims, err := authz.Caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ownFilesOnly := authz.VisibleAgents(claims, readRoles...) != nil
 	repo, err := h.svc.openRepo()
 	if err != nil {
 		return nil, h.unavailable(err)
@@ -435,6 +451,9 @@ func (h *handler) ListHistory(ctx context.Context, req *memoryv1.ListHistoryRequ
 		info, err := history.Describe(ctx, repo, c)
 		if err != nil {
 			return err
+		}
+		if ownFilesOnly {
+			info.Files = slices.DeleteFunc(info.Files, func(f string) bool { return relOf(req.GetAgentId(), f) == "" })
 		}
 		resp.Commits = append(resp.Commits, info)
 		return nil

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memread"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/tokens"
 )
@@ -53,6 +55,11 @@ type Service struct {
 	countMu    sync.Mutex
 	countCache map[[32]byte]int
 
+	// blockCache memoises each agent folder's ALWAYS_LOAD blocks by the
+	// folder's tree hash, so reads do not scan every run file each time.
+	blockMu    sync.Mutex
+	blockCache map[plumbing.Hash][]memread.Block
+
 	usage  *usage
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
@@ -68,7 +75,7 @@ func New(d Deps) (*Service, error) {
 		return nil, err
 	}
 	logger := d.Logger.With("service", "context-assembly")
-	return &Service{deps: d, logger: logger, counter: counter, countCache: map[[32]byte]int{}, repo: memrepo.NewLazy(d.RepoPath),
+	return &Service{deps: d, logger: logger, counter: counter, countCache: map[[32]byte]int{}, blockCache: map[plumbing.Hash][]memread.Block{}, repo: memrepo.NewLazy(d.RepoPath),
 		usage: newUsage(d.Usage, logger)}, nil
 }
 
@@ -189,6 +196,31 @@ func (a agentFiles) list(dir string) ([]string, error) {
 		out = append(out, p[len(memlayout.AgentDir(a.agent)):])
 	}
 	return out, nil
+}
+
+// alwaysLoad returns the agent's ALWAYS_LOAD blocks at the files' commit.
+func (s *Service) alwaysLoad(files agentFiles) ([]memread.Block, error) {
+	tree, err := files.repo.TreeHash(files.ctx, files.commit, strings.TrimSuffix(memlayout.AgentDir(files.agent), "/"))
+	if err != nil {
+		return nil, err
+	}
+	s.blockMu.Lock()
+	blocks, ok := s.blockCache[tree]
+	s.blockMu.Unlock()
+	if ok {
+		return blocks, nil
+	}
+	blocks, err = memread.CollectAlwaysLoad(memread.Source{Read: files.read, List: files.list, Count: s.count})
+	if err != nil {
+		return nil, err
+	}
+	s.blockMu.Lock()
+	if len(s.blockCache) >= maxCountCache/10 {
+		clear(s.blockCache)
+	}
+	s.blockCache[tree] = blocks
+	s.blockMu.Unlock()
+	return blocks, nil
 }
 
 // exists reports whether the agent has any memory at the commit.

@@ -3,6 +3,7 @@ package entitygraph
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/restjson"
 )
 
@@ -43,12 +45,22 @@ func invalid(field, msg string) error {
 // refs never reveal another agent's files.
 type viewer struct{ agents []string }
 
+// viewRoles may read the graph; only they count when deciding which files a
+// token sees (a reviewer role on an agent token widens nothing here).
+var viewRoles = []auth.Role{auth.RoleAgent, auth.RoleService, auth.RoleAdmin}
+
 func (h *handler) viewer(ctx context.Context) (viewer, error) {
-	c, err := authz.RequireRole(ctx, auth.RoleAgent, auth.RoleService, auth.RoleAdmin)
+	c, err := authz.RequireRole(ctx, viewRoles...)
 	if err != nil {
 		return viewer{}, err
 	}
-	return viewer{agents: authz.VisibleAgents(c)}, nil
+	return viewer{agents: authz.VisibleAgents(c, viewRoles...)}, nil
+}
+
+// visible reports whether the viewer may know of node n at all: some ref
+// of it is in the viewer's files.
+func (v viewer) visible(n entitygraph.Node) bool {
+	return v.agents == nil || len(v.node(n).Refs) > 0
 }
 
 func (v viewer) sees(file string) bool {
@@ -155,6 +167,16 @@ func (h *handler) GetEntity(ctx context.Context, req *memoryv1.GetEntityRequest)
 	if req.GetEntityId() == "" || len(req.GetEntityId()) > 256 {
 		return nil, invalid("entityId", "entityId must be 1 to 256 bytes")
 	}
+	if agent := req.GetAgentId(); agent != "" {
+		// The DiffMem adapter path: the entity as one agent's memory has it.
+		if !memlayout.ValidAgentID(agent) {
+			return nil, invalid("agentId", "agentId must be a slug")
+		}
+		if _, err := authz.RequireAgent(ctx, agent, auth.RoleAgent, auth.RoleService, auth.RoleAdmin); err != nil {
+			return nil, err
+		}
+		v = viewer{agents: []string{agent}}
+	}
 	at, err := h.at(ctx, req.GetAt())
 	if err != nil {
 		return nil, err
@@ -181,6 +203,13 @@ func (h *handler) ListEntities(ctx context.Context, req *memoryv1.ListEntitiesRe
 	}
 	if size == 0 {
 		size = 50
+	}
+	if agent := req.GetAgentId(); agent != "" {
+		// Asking for another agent's entities is denied, as reading its
+		// memory is, rather than answered with an empty page.
+		if _, err := authz.RequireAgent(ctx, agent, viewRoles...); err != nil {
+			return nil, err
+		}
 	}
 	at, err := h.at(ctx, req.GetAt())
 	if err != nil {
@@ -242,19 +271,48 @@ func (h *handler) GetNeighbors(ctx context.Context, req *memoryv1.GetNeighborsRe
 	}
 	id := entitygraph.Slug(req.GetEntityId())
 	h.svc.mu.RLock()
-	_, _, ok := h.svc.graph.Node(id, at)
+	start, _, ok := h.svc.graph.Node(id, at)
 	nodes, edges := h.svc.graph.Neighbors(id, int(req.GetDepth()), rels, at)
 	h.svc.mu.RUnlock()
-	if !ok {
+	if !ok || !v.visible(start) {
 		return nil, notFound(req.GetEntityId())
 	}
 	resp := &memoryv1.GetNeighborsResponse{Edges: v.edges(edges)}
+	if v.agents != nil {
+		// Walk again over the edges the viewer may see only: a neighbour
+		// reached through another agent's evidence would reveal that
+		// agent's links even when the neighbour itself is visible.
+		reached := reachable(id, resp.Edges, int(req.GetDepth()))
+		resp.Edges = slices.DeleteFunc(resp.Edges, func(e *memoryv1.Edge) bool {
+			return !reached[e.GetFromEntityId()] || !reached[e.GetToEntityId()]
+		})
+		nodes = slices.DeleteFunc(nodes, func(n entitygraph.Node) bool { return !reached[n.ID] })
+	}
 	for _, n := range nodes {
-		if e := v.node(n); v.agents == nil || len(e.Refs) > 0 {
-			resp.Entities = append(resp.Entities, e)
+		if v.visible(n) {
+			resp.Entities = append(resp.Entities, v.node(n))
 		}
 	}
 	return resp, nil
+}
+
+// reachable returns the ids within depth of start over edges, either way.
+func reachable(start string, edges []*memoryv1.Edge, depth int) map[string]bool {
+	seen := map[string]bool{start: true}
+	frontier := []string{start}
+	for d := 0; d < max(1, depth) && len(frontier) > 0; d++ {
+		var next []string
+		for _, e := range edges {
+			for _, pair := range [][2]string{{e.GetFromEntityId(), e.GetToEntityId()}, {e.GetToEntityId(), e.GetFromEntityId()}} {
+				if slices.Contains(frontier, pair[0]) && !seen[pair[1]] {
+					seen[pair[1]] = true
+					next = append(next, pair[1])
+				}
+			}
+		}
+		frontier = next
+	}
+	return seen
 }
 
 // GetEntityHistory lists facts about an entity added and removed, oldest first.
@@ -278,7 +336,13 @@ func (h *handler) GetEntityHistory(ctx context.Context, req *memoryv1.GetEntityH
 	}
 	h.svc.mu.RLock()
 	changes := h.svc.graph.History(entitygraph.Slug(req.GetEntityId()))
+	node, _, known := h.svc.graph.Node(entitygraph.Slug(req.GetEntityId()), timeZero)
 	h.svc.mu.RUnlock()
+	if v.agents != nil && !(known && v.visible(node)) && !slices.ContainsFunc(changes, func(c entitygraph.FactChange) bool { return v.sees(c.File) }) {
+		// For an agent token an entity only other agents know reads like
+		// an unknown one, as GetEntity answers.
+		return nil, notFound(req.GetEntityId())
+	}
 	resp := &memoryv1.GetEntityHistoryResponse{}
 	seen := 0
 	for _, c := range changes {

@@ -17,8 +17,10 @@ import (
 // maxWhyDepth bounds how far back a decision chain is followed.
 const maxWhyDepth = 10
 
-// decisionEntry finds a decision's fields in its decisions.md at main.
-func (h *handler) decisionEntry(ctx context.Context, n entitygraph.Node) (*memoryv1.Decision, error) {
+// decisionEntry finds a decision's fields in its decisions.md at main,
+// reading only the files the viewer may see: two agents' entries with the
+// same date and title are one node, and one agent must not get the other's.
+func (h *handler) decisionEntry(ctx context.Context, v viewer, n entitygraph.Node) (*memoryv1.Decision, error) {
 	repo, err := h.svc.repo.Get()
 	if err != nil {
 		return nil, err
@@ -28,7 +30,7 @@ func (h *handler) decisionEntry(ctx context.Context, n entitygraph.Node) (*memor
 		return nil, err
 	}
 	for _, ref := range n.Refs {
-		if !strings.HasSuffix(ref, "/decisions.md") {
+		if !strings.HasSuffix(ref, "/decisions.md") || !v.sees(ref) {
 			continue
 		}
 		data, err := repo.ReadFile(ctx, head, ref)
@@ -97,7 +99,7 @@ func (h *handler) ExplainDecision(ctx context.Context, req *memoryv1.ExplainDeci
 			if n.Type != entitygraph.TypeDecision {
 				continue
 			}
-			d, err := h.decisionEntry(ctx, n)
+			d, err := h.decisionEntry(ctx, v, n)
 			if err != nil {
 				return nil, apierr.Retryable(unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is unavailable", retryAfter)
 			}

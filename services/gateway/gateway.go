@@ -1,7 +1,14 @@
 // Package gateway is the gateway target: the REST edge. It translates the
 // documented REST paths into gRPC calls on the four services (grpc-gateway),
 // forwarding the caller's Authorization header so every service authenticates
-// and authorizes the real caller. It holds no credentials of its own.
+// and authorizes (and rate-limits) the real caller. It holds no credentials
+// of its own.
+//
+// The edge bounds what it accepts before calling anything (URL length, body
+// size, UTF-8, JSON nesting), gives every request a deadline, answers every
+// error as grpc-gateway's JSON status with an ErrorInfo (and Retry-After
+// when the status says when to retry), and serves the OpenAPI document at
+// OpenAPIPath.
 package gateway
 
 import (
@@ -13,6 +20,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 
+	"github.com/garden-bloom/memory/gen"
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/restjson"
 )
@@ -25,9 +33,18 @@ type Conns struct {
 	ProposalApply   *grpc.ClientConn
 }
 
-// New returns the REST handler for every documented path.
-func New(ctx context.Context, conns Conns, logger *slog.Logger) (http.Handler, error) {
-	mux := runtime.NewServeMux(restjson.ServeMuxOptions()...)
+// New returns the REST handler for every documented path and OpenAPIPath.
+// Zero fields of cfg take their defaults.
+func New(ctx context.Context, conns Conns, cfg Config, logger *slog.Logger) (http.Handler, error) {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	e := &edge{cfg: cfg, logger: logger, openAPI: openAPIHandler(gen.OpenAPI)}
+	e.mux = runtime.NewServeMux(append(restjson.ServeMuxOptions(), runtime.WithErrorHandler(e.writeError))...)
+	mux := e.mux
 	for name, register := range map[string]func() error{
 		"context-assembly": func() error {
 			return memoryv1.RegisterContextAssemblyServiceHandler(ctx, mux, conns.ContextAssembly)
@@ -42,6 +59,7 @@ func New(ctx context.Context, conns Conns, logger *slog.Logger) (http.Handler, e
 			return nil, fmt.Errorf("gateway: register %s: %w", name, err)
 		}
 	}
-	logger.Info("REST edge ready", "service", "gateway")
-	return mux, nil
+	logger.Info("REST edge ready", "service", "gateway",
+		"max_body_bytes", cfg.MaxBodyBytes, "timeout", cfg.Timeout.String())
+	return e, nil
 }

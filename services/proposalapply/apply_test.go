@@ -316,7 +316,10 @@ func TestPolicyLivesInTheRepo(t *testing.T) {
 	resp := e.propose(&memoryv1.ProposeRequest{AgentId: "a", RunId: "run_1", Updates: []*memoryv1.FileUpdate{
 		{File: "policy.json", Operation: memoryv1.Operation_OPERATION_REPLACE, Content: `{"autoApprove": true, "reviewers": ["alice"]}`}}})
 	require.Equal(t, memoryv1.StatusReason_STATUS_REASON_FLAGGED, resp.GetProposal().GetReason())
+	// A reviewer cannot let a policy change through (it could name itself); an admin can.
 	_, err = e.client.ApproveProposal(e.reviewer(), &memoryv1.ApproveProposalRequest{ProposalId: resp.GetProposalId()})
+	require.Equal(t, codes.PermissionDenied, status.Code(err))
+	_, err = e.client.ApproveProposal(e.as("root", []auth.Role{auth.RoleAdmin}), &memoryv1.ApproveProposalRequest{ProposalId: resp.GetProposalId()})
 	require.NoError(t, err)
 	e.waitApplied(resp.GetProposalId())
 

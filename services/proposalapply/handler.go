@@ -49,6 +49,12 @@ func (h *handler) internal(err error, what string) error {
 // Propose validates, decides review versus auto-approval, and stores the
 // proposal durably before answering.
 func (h *handler) Propose(ctx context.Context, req *memoryv1.ProposeRequest) (*memoryv1.ProposeResponse, error) {
+	return h.propose(ctx, req, false)
+}
+
+// propose is Propose; staged proposals (ProcessSession) wait for
+// CommitSession whatever the policy says.
+func (h *handler) propose(ctx context.Context, req *memoryv1.ProposeRequest, staged bool) (*memoryv1.ProposeResponse, error) {
 	s := h.svc
 	updates, err := validateProposal(req, s.counter, s.cfg.MaxUpdates)
 	if err != nil {
@@ -69,6 +75,9 @@ func (h *handler) Propose(ctx context.Context, req *memoryv1.ProposeRequest) (*m
 		p.Priority = req.GetPriority()
 	}
 	p.Flags = append(reviewFlags(updates), h.guardFlags(ctx, p)...)
+	if staged {
+		p.Status, p.Reason = memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, memoryv1.StatusReason_STATUS_REASON_STAGED
+	}
 	rec, err := s.submit(ctx, p, head, meta, policy)
 	if err != nil {
 		return nil, h.internal(err, "storing the proposal")
@@ -80,6 +89,28 @@ func (h *handler) Propose(ctx context.Context, req *memoryv1.ProposeRequest) (*m
 // stores it durably and queues it when approved. Propose, RestoreSnapshot
 // and run rotation all come through here, so every write takes one path.
 func (s *Service) submit(ctx context.Context, p *memoryv1.Proposal, head plumbing.Hash, meta memlayout.Meta, policy memlayout.Policy) (*proposalstore.Record, error) {
+	if p.Reason != memoryv1.StatusReason_STATUS_REASON_STAGED || (p.ExpectedVersion != nil && p.GetExpectedVersion() != meta.Version) {
+		decide(p, meta, policy)
+	}
+	rec, created, err := s.store.Create(ctx, &proposalstore.Record{Proposal: p, BaseCommit: head.String(), BaseVersion: meta.Version})
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		s.metrics.proposedOne(ctx, p.Status)
+		s.logger.Info("proposal received", "proposal", p.ProposalId, "agent", p.AgentId, "run", p.RunId,
+			"status", p.Status.String(), "by", p.ProposedBy, "flags", len(p.Flags))
+		if p.Status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED {
+			s.engine.enqueue(p.AgentId, p.ProposalId)
+		}
+	}
+	return rec, nil
+}
+
+// decide sets a proposal's status from the version check, the policy and its
+// flags.
+func decide(p *memoryv1.Proposal, meta memlayout.Meta, policy memlayout.Policy) {
+	p.Reason, p.Message = memoryv1.StatusReason_STATUS_REASON_UNSPECIFIED, ""
 	switch {
 	case p.ExpectedVersion != nil && p.GetExpectedVersion() != meta.Version:
 		p.Status, p.Reason = memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, memoryv1.StatusReason_STATUS_REASON_VERSION_CONFLICT
@@ -101,19 +132,6 @@ func (s *Service) submit(ctx context.Context, p *memoryv1.Proposal, head plumbin
 			p.Message = "the agent's policy does not auto-approve"
 		}
 	}
-	rec, created, err := s.store.Create(ctx, &proposalstore.Record{Proposal: p, BaseCommit: head.String(), BaseVersion: meta.Version})
-	if err != nil {
-		return nil, err
-	}
-	if created {
-		s.metrics.proposedOne(ctx, p.Status)
-		s.logger.Info("proposal received", "proposal", p.ProposalId, "agent", p.AgentId, "run", p.RunId,
-			"status", p.Status.String(), "by", p.ProposedBy, "flags", len(p.Flags))
-		if p.Status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED {
-			s.engine.enqueue(p.AgentId, p.ProposalId)
-		}
-	}
-	return rec, nil
 }
 
 func proposeResponse(p *memoryv1.Proposal) *memoryv1.ProposeResponse {
@@ -224,7 +242,7 @@ func (h *handler) ListProposals(ctx context.Context, req *memoryv1.ListProposals
 			return nil, err
 		}
 		q.Agents = []string{agent}
-	} else if q.Agents = authz.VisibleAgents(claims); q.Agents != nil && len(q.Agents) == 0 {
+	} else if q.Agents = authz.VisibleAgents(claims, readRoles...); q.Agents != nil && len(q.Agents) == 0 {
 		return &memoryv1.ListProposalsResponse{}, nil
 	}
 	recs, next, err := h.svc.store.List(q)
@@ -238,12 +256,19 @@ func (h *handler) ListProposals(ctx context.Context, req *memoryv1.ListProposals
 	return resp, nil
 }
 
-// review moves a proposal through a reviewer's transition.
-func (h *handler) review(ctx context.Context, id string, from []memoryv1.ProposalStatus, apply func(*proposalstore.Record, *auth.Claims) error) (*proposalstore.Record, error) {
+// review moves a proposal through a reviewer's transition. A transition
+// that lets a policy change apply (approve, retry) needs an admin: a
+// reviewer must not be able to widen its own rights (add itself to the
+// reviewers, turn on auto-approval).
+func (h *handler) review(ctx context.Context, id string, from []memoryv1.ProposalStatus, applies bool, apply func(*proposalstore.Record, *auth.Claims) error) (*proposalstore.Record, error) {
 	s := h.svc
 	rec, claims, err := h.proposal(ctx, id, reviewRoles...)
 	if err != nil {
 		return nil, err
+	}
+	if applies && !claims.HasRole(auth.RoleAdmin) && changesPolicy(rec.Proposal) {
+		return nil, apierr.New(codes.PermissionDenied, memoryv1.ErrorReason_ERROR_REASON_PERMISSION_DENIED,
+			"a change of the agent's review policy needs an admin", nil)
 	}
 	if !claims.HasRole(auth.RoleAdmin) {
 		_, _, policy, err := s.headState(ctx, rec.Proposal.GetAgentId())
@@ -279,6 +304,16 @@ func (h *handler) review(ctx context.Context, id string, from []memoryv1.Proposa
 	return updated, nil
 }
 
+// changesPolicy reports whether a proposal writes the agent's policy.json.
+func changesPolicy(p *memoryv1.Proposal) bool {
+	for _, u := range p.GetUpdates() {
+		if u.GetFile() == memlayout.PolicyFile {
+			return true
+		}
+	}
+	return false
+}
+
 func statusName(s memoryv1.ProposalStatus) string { return restjson.EnumName(s) }
 
 var reviewable = []memoryv1.ProposalStatus{memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, memoryv1.ProposalStatus_PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW}
@@ -288,7 +323,7 @@ func (h *handler) ApproveProposal(ctx context.Context, req *memoryv1.ApproveProp
 	if err := checkText("comment", req.GetComment(), maxReasoningBytes); err != nil {
 		return nil, err
 	}
-	rec, err := h.review(ctx, req.GetProposalId(), reviewable, func(r *proposalstore.Record, _ *auth.Claims) error {
+	rec, err := h.review(ctx, req.GetProposalId(), reviewable, true, func(r *proposalstore.Record, _ *auth.Claims) error {
 		if r.Proposal.GetStatus() == memoryv1.ProposalStatus_PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW {
 			// The person has seen what changed: judge conflicts from now on.
 			head, meta, _, err := h.svc.headState(ctx, r.Proposal.GetAgentId())
@@ -316,7 +351,7 @@ func (h *handler) RejectProposal(ctx context.Context, req *memoryv1.RejectPropos
 	if err := checkText("reason", req.GetReason(), maxReasoningBytes); err != nil {
 		return nil, err
 	}
-	rec, err := h.review(ctx, req.GetProposalId(), reviewable, func(r *proposalstore.Record, _ *auth.Claims) error {
+	rec, err := h.review(ctx, req.GetProposalId(), reviewable, false, func(r *proposalstore.Record, _ *auth.Claims) error {
 		r.Proposal.Status, r.Proposal.Reason = memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, memoryv1.StatusReason_STATUS_REASON_REVIEWER_REJECTED
 		r.Proposal.Message, r.Proposal.ReviewComment = req.GetReason(), req.GetReason()
 		return nil
@@ -332,7 +367,7 @@ func (h *handler) RetryProposal(ctx context.Context, req *memoryv1.RetryProposal
 	if err := checkText("comment", req.GetComment(), maxReasoningBytes); err != nil {
 		return nil, err
 	}
-	rec, err := h.review(ctx, req.GetProposalId(), []memoryv1.ProposalStatus{memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED},
+	rec, err := h.review(ctx, req.GetProposalId(), []memoryv1.ProposalStatus{memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED}, true,
 		func(r *proposalstore.Record, _ *auth.Claims) error {
 			r.Proposal.Status, r.Proposal.Reason, r.Proposal.Message = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED, 0, ""
 			r.Proposal.ReviewComment = req.GetComment()

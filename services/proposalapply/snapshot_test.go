@@ -135,7 +135,7 @@ func TestSnapshotRestoreGivesBackTheFilesInOneCommit(t *testing.T) {
 	require.Equal(t, commits+1, e.commitCount(), "one commit")
 	require.True(t, maps.EqualFunc(before, e.restorable("snap"), bytes.Equal), "the snapshot's files, exactly")
 	require.Equal(t, version+1, e.meta("snap").Version, "history goes on: the restore is the next version")
-	require.Contains(t, e.file("snap", memlayout.ChangelogFile), "restored from a snapshot")
+	require.Contains(t, e.git("log", "-1", "--format=%B", "main"), "Restore snapshot pre-migration", "the commit says what it restored")
 
 	_, err = e.client.RestoreSnapshot(admin, &memoryv1.RestoreSnapshotRequest{AgentId: "snap", SnapshotId: "pre-migration"})
 	require.Equal(t, codes.FailedPrecondition, status.Code(err), "nothing left to restore")

@@ -37,10 +37,14 @@ func invalid(field, msg string) error {
 	return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, msg, map[string]string{"field": field})
 }
 
+// searchRoles may search; only they count when deciding which agents a
+// token sees (a reviewer role on the same token widens nothing here).
+var searchRoles = []auth.Role{auth.RoleAgent, auth.RoleService, auth.RoleAdmin}
+
 // Search answers a natural-language query; an agent token sees only its
 // own agents' files.
 func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*memoryv1.SearchResponse, error) {
-	claims, err := authz.RequireRole(ctx, auth.RoleAgent, auth.RoleService, auth.RoleAdmin)
+	claims, err := authz.RequireRole(ctx, searchRoles...)
 	if err != nil {
 		return nil, err
 	}
@@ -66,12 +70,15 @@ func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*mem
 		}
 	}
 	if q.AgentID != "" {
-		if _, err := authz.RequireAgent(ctx, q.AgentID, auth.RoleAgent, auth.RoleService, auth.RoleAdmin); err != nil {
+		if _, err := authz.RequireAgent(ctx, q.AgentID, searchRoles...); err != nil {
 			return nil, err
 		}
-	} else if agents := authz.VisibleAgents(claims); agents != nil {
+	} else if agents := authz.VisibleAgents(claims, searchRoles...); agents != nil {
 		// An agent token without agent_id searches its own agent; a token
 		// for several agents must say which, so no result leaks across.
+		if len(agents) == 0 {
+			return nil, apierr.New(codes.PermissionDenied, memoryv1.ErrorReason_ERROR_REASON_PERMISSION_DENIED, "the token grants access to no agent", nil)
+		}
 		if len(agents) != 1 {
 			return nil, invalid("agent_id", "agent_id is required for a token that names several agents")
 		}

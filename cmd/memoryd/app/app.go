@@ -29,6 +29,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/grpcserver"
 	"github.com/garden-bloom/memory/pkg/healthcheck"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/ratelimit"
 	"github.com/garden-bloom/memory/pkg/telemetry"
 	"github.com/garden-bloom/memory/services/contextassembly"
 	"github.com/garden-bloom/memory/services/entitygraph"
@@ -99,11 +100,14 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 	if err != nil {
 		return nil, fmt.Errorf("auth secret: %w", err)
 	}
-	verifier, err := auth.NewVerifier(secret)
+	// With --auth-jwks-file, external RS256/ES256 tokens are accepted too;
+	// the suite's own service tokens stay HS256 and carry --auth-issuer and
+	// --auth-audience so they pass the same checks.
+	verifier, err := auth.NewVerifier(secret, cfg.Auth.VerifierOptions(logger)...)
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	if a.signer, err = auth.NewSigner(secret); err != nil {
+	if a.signer, err = auth.NewSigner(secret, cfg.Auth.SignerOptions()...); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 
@@ -322,14 +326,16 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 	if len(local) == 0 {
 		return nil // a gateway-only process serves no gRPC
 	}
+	// The rate limit keys on the verified token, so it runs after auth.
+	limit := ratelimit.New(a.cfg.RateLimit, ratelimit.Options{MeterProvider: a.tel.MeterProvider()})
 	a.grpcSrv = grpcserver.New(grpcserver.Options{
 		Name:               "memoryd",
 		Logger:             a.logger,
 		Telemetry:          a.tel,
 		MaxRecvMsgBytes:    a.cfg.Server.MaxRecvMsgBytes,
 		MaxSendMsgBytes:    a.cfg.Server.MaxSendMsgBytes,
-		UnaryInterceptors:  []grpc.UnaryServerInterceptor{auth.UnaryServerInterceptor(verifier, auth.DefaultSkip)},
-		StreamInterceptors: []grpc.StreamServerInterceptor{auth.StreamServerInterceptor(verifier, auth.DefaultSkip)},
+		UnaryInterceptors:  []grpc.UnaryServerInterceptor{auth.UnaryServerInterceptor(verifier, auth.DefaultSkip), limit.Unary()},
+		StreamInterceptors: []grpc.StreamServerInterceptor{auth.StreamServerInterceptor(verifier, auth.DefaultSkip), limit.Stream()},
 	})
 	// Listen first: services that call each other need this process's address.
 	lis, err := net.Listen("tcp", a.cfg.Server.GRPCAddr)
@@ -427,7 +433,7 @@ func (a *App) setupHTTP(ctx context.Context, verifier *auth.Verifier) error {
 			SearchIndex:     conns[ModuleSearchIndex],
 			EntityGraph:     conns[ModuleEntityGraph],
 			ProposalApply:   conns[ModuleProposalApply],
-		}, a.logger)
+		}, a.cfg.Gateway, a.logger)
 		if err != nil {
 			return err
 		}
@@ -438,10 +444,15 @@ func (a *App) setupHTTP(ctx context.Context, verifier *auth.Verifier) error {
 		return fmt.Errorf("--http-addr: %w", err)
 	}
 	a.httpLis = lis
+	// No ReadTimeout or WriteTimeout: they would cut git fetches of a large
+	// repository, and net/http cancels a request's context when ReadTimeout
+	// passes, even after the body was read. The REST edge bounds each
+	// request, reading its body included, by --rest-timeout instead.
 	a.httpSrv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    gateway.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -14,6 +15,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/ratelimit"
+	"github.com/garden-bloom/memory/services/gateway"
 	"github.com/garden-bloom/memory/services/proposalapply"
 	"github.com/garden-bloom/memory/services/searchindex"
 )
@@ -33,6 +37,8 @@ type Config struct {
 	Server        ServerConfig
 	Peers         PeersConfig
 	Auth          AuthConfig
+	RateLimit     ratelimit.Config
+	Gateway       gateway.Config
 	ProposalApply proposalapply.Config
 	SearchIndex   searchindex.Config
 }
@@ -162,11 +168,52 @@ func (c *PeersConfig) Addr(m Module) string {
 // AuthConfig configures bearer-token authentication.
 type AuthConfig struct {
 	SecretFile string
+	// JWKSFile, when set, also accepts RS256/ES256 tokens of an external
+	// issuer verified with the keys of this RFC 7517 JWK Set file.
+	JWKSFile  string
+	Issuer    string
+	Audience  string
+	ClockSkew time.Duration
 }
 
 // RegisterFlags adds the auth flags.
 func (c *AuthConfig) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.SecretFile, "auth-secret-file", "", "HS256 secret for bearer JWTs (default <data-dir>/auth.secret, generated with mode 0600 on first start)")
+	fs.StringVar(&c.SecretFile, "auth-secret-file", "", "HS256 secret for bearer JWTs (default <data-dir>/auth.secret, generated with mode 0600 on first start); also signs the suite's own service tokens")
+	fs.StringVar(&c.JWKSFile, "auth-jwks-file", "", "also accept RS256/ES256 tokens verified with the public keys of this JWK Set file ({\"keys\":[...]}, the kid header picks the key); re-read when it changes, so keys rotate without a restart")
+	fs.StringVar(&c.Issuer, "auth-issuer", "", "when set, every token's iss must equal it (internal service tokens are minted with it)")
+	fs.StringVar(&c.Audience, "auth-audience", "", "when set, every token's aud (string or array) must contain it (internal service tokens are minted with it)")
+	fs.DurationVar(&c.ClockSkew, "auth-clock-skew", auth.DefaultLeeway, fmt.Sprintf("clock skew tolerated on exp, nbf and iat (at most %s)", auth.MaxLeeway))
+}
+
+// Validate checks the auth flags, including that --auth-jwks-file holds at
+// least one usable key, so a bad key file stops the process at start.
+func (c *AuthConfig) Validate() error {
+	if c.ClockSkew < 0 || c.ClockSkew > auth.MaxLeeway {
+		return fmt.Errorf("--auth-clock-skew %s: must be between 0 and %s", c.ClockSkew, auth.MaxLeeway)
+	}
+	if c.JWKSFile != "" {
+		if _, err := auth.LoadJWKS(c.JWKSFile); err != nil {
+			return fmt.Errorf("--auth-jwks-file: %w", err)
+		}
+	}
+	return nil
+}
+
+// VerifierOptions configure the server's token verifier from the flags.
+func (c *AuthConfig) VerifierOptions(logger *slog.Logger) []auth.VerifierOption {
+	return []auth.VerifierOption{
+		auth.WithLeeway(c.ClockSkew),
+		auth.WithIssuer(c.Issuer),
+		auth.WithAudience(c.Audience),
+		auth.WithJWKSFile(c.JWKSFile),
+		auth.WithLogger(logger),
+	}
+}
+
+// SignerOptions configure the signer of internal service tokens, so they
+// carry the iss and aud every verifier of the suite checks.
+func (c *AuthConfig) SignerOptions() []auth.SignerOption {
+	return []auth.SignerOption{auth.WithSignerIssuer(c.Issuer), auth.WithSignerAudience(c.Audience)}
 }
 
 // SecretPath is the effective secret file.
@@ -186,6 +233,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Server.RegisterFlags(fs)
 	c.Peers.RegisterFlags(fs)
 	c.Auth.RegisterFlags(fs)
+	c.RateLimit.RegisterFlags(fs)
+	c.Gateway.RegisterFlags(fs)
 	c.ProposalApply.RegisterFlags(fs)
 	c.SearchIndex.RegisterFlags(fs)
 }
@@ -201,6 +250,12 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Server.Validate(); err != nil {
+		return err
+	}
+	if err := c.Auth.Validate(); err != nil {
+		return err
+	}
+	if err := c.RateLimit.Validate(); err != nil {
 		return err
 	}
 	if c.Storage.MirrorURL != "" && mods.Has(ModuleProposalApply) {
@@ -226,6 +281,17 @@ func (c *Config) Validate() error {
 		}
 	}
 	if mods.Has(ModuleGateway) {
+		if err := c.Gateway.Validate(); err != nil {
+			return err
+		}
+		// The edge must not accept what the services refuse: the request
+		// messages hold strings, integers and enums, whose protobuf form is
+		// smaller than their JSON, so a body that fits makes a message that
+		// fits. (A gateway-only process checks its own --grpc-max-recv-bytes;
+		// keep it equal to the services'.)
+		if c.Gateway.MaxBodyBytes > int64(c.Server.MaxRecvMsgBytes) {
+			return fmt.Errorf("--rest-max-body-bytes %d must not exceed --grpc-max-recv-bytes %d", c.Gateway.MaxBodyBytes, c.Server.MaxRecvMsgBytes)
+		}
 		for _, m := range ServiceModules {
 			if !mods.Has(m) && c.Peers.Addr(m) == "" {
 				return fmt.Errorf("target %q serves the REST edge but not %s: set --%s-addr", c.Target, m, m)

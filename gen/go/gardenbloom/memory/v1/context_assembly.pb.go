@@ -91,7 +91,9 @@ type ReadMemoryRequest struct {
 	// Temporal mode: start of the range (commit-ish or RFC 3339 time).
 	From string `protobuf:"bytes,7,opt,name=from,proto3" json:"from,omitempty"`
 	// Temporal mode: end of the range; empty = `at` or HEAD.
-	To            string `protobuf:"bytes,8,opt,name=to,proto3" json:"to,omitempty"`
+	To string `protobuf:"bytes,8,opt,name=to,proto3" json:"to,omitempty"`
+	// The DiffMem adapter's name for `mode`, used when `mode` is unset.
+	Depth         ReadMode `protobuf:"varint,9,opt,name=depth,proto3,enum=gardenbloom.memory.v1.ReadMode" json:"depth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -180,6 +182,13 @@ func (x *ReadMemoryRequest) GetTo() string {
 		return x.To
 	}
 	return ""
+}
+
+func (x *ReadMemoryRequest) GetDepth() ReadMode {
+	if x != nil {
+		return x.Depth
+	}
+	return ReadMode_READ_MODE_UNSPECIFIED
 }
 
 // FileContent is one file of a read, with its token count.
@@ -1552,11 +1561,219 @@ func (x *ListHistoryResponse) GetNextPageToken() string {
 	return ""
 }
 
+type GetAgentStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAgentStatusRequest) Reset() {
+	*x = GetAgentStatusRequest{}
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAgentStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAgentStatusRequest) ProtoMessage() {}
+
+func (x *GetAgentStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAgentStatusRequest.ProtoReflect.Descriptor instead.
+func (*GetAgentStatusRequest) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetAgentStatusRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+// LayerUsage is one Layer 1 file's size against its hard limit.
+type LayerUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	File          string                 `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	Tokens        int32                  `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	Limit         int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LayerUsage) Reset() {
+	*x = LayerUsage{}
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LayerUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LayerUsage) ProtoMessage() {}
+
+func (x *LayerUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LayerUsage.ProtoReflect.Descriptor instead.
+func (*LayerUsage) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *LayerUsage) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *LayerUsage) GetTokens() int32 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *LayerUsage) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type GetAgentStatusResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// main's head when the status was read.
+	Commit       string        `protobuf:"bytes,2,opt,name=commit,proto3" json:"commit,omitempty"`
+	Meta         *MemoryMeta   `protobuf:"bytes,3,opt,name=meta,proto3" json:"meta,omitempty"`
+	Layer1       []*LayerUsage `protobuf:"bytes,4,rep,name=layer1,proto3" json:"layer1,omitempty"`
+	Layer1Tokens int32         `protobuf:"varint,5,opt,name=layer1_tokens,json=layer1Tokens,proto3" json:"layer1_tokens,omitempty"`
+	Layer1Limit  int32         `protobuf:"varint,6,opt,name=layer1_limit,json=layer1Limit,proto3" json:"layer1_limit,omitempty"`
+	// Run files in the repository (older ones are archived by rotation).
+	Runs int32 `protobuf:"varint,7,opt,name=runs,proto3" json:"runs,omitempty"`
+	// <!-- ALWAYS_LOAD --> blocks outside Layer 1, loaded with basic and wide reads.
+	AlwaysLoadBlocks int32 `protobuf:"varint,8,opt,name=always_load_blocks,json=alwaysLoadBlocks,proto3" json:"always_load_blocks,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GetAgentStatusResponse) Reset() {
+	*x = GetAgentStatusResponse{}
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAgentStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAgentStatusResponse) ProtoMessage() {}
+
+func (x *GetAgentStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAgentStatusResponse.ProtoReflect.Descriptor instead.
+func (*GetAgentStatusResponse) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetAgentStatusResponse) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *GetAgentStatusResponse) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *GetAgentStatusResponse) GetMeta() *MemoryMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *GetAgentStatusResponse) GetLayer1() []*LayerUsage {
+	if x != nil {
+		return x.Layer1
+	}
+	return nil
+}
+
+func (x *GetAgentStatusResponse) GetLayer1Tokens() int32 {
+	if x != nil {
+		return x.Layer1Tokens
+	}
+	return 0
+}
+
+func (x *GetAgentStatusResponse) GetLayer1Limit() int32 {
+	if x != nil {
+		return x.Layer1Limit
+	}
+	return 0
+}
+
+func (x *GetAgentStatusResponse) GetRuns() int32 {
+	if x != nil {
+		return x.Runs
+	}
+	return 0
+}
+
+func (x *GetAgentStatusResponse) GetAlwaysLoadBlocks() int32 {
+	if x != nil {
+		return x.AlwaysLoadBlocks
+	}
+	return 0
+}
+
 var File_gardenbloom_memory_v1_context_assembly_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\n" +
-	",gardenbloom/memory/v1/context_assembly.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x80\x02\n" +
+	",gardenbloom/memory/v1/context_assembly.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb7\x02\n" +
 	"\x11ReadMemoryRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x123\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x1f.gardenbloom.memory.v1.ReadModeR\x04mode\x12\x1d\n" +
@@ -1566,7 +1783,8 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\rexclude_files\x18\x05 \x03(\tR\fexcludeFiles\x12\x0e\n" +
 	"\x02at\x18\x06 \x01(\tR\x02at\x12\x12\n" +
 	"\x04from\x18\a \x01(\tR\x04from\x12\x0e\n" +
-	"\x02to\x18\b \x01(\tR\x02to\"\x90\x01\n" +
+	"\x02to\x18\b \x01(\tR\x02to\x125\n" +
+	"\x05depth\x18\t \x01(\x0e2\x1f.gardenbloom.memory.v1.ReadModeR\x05depth\"\x90\x01\n" +
 	"\vFileContent\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x1f\n" +
@@ -1706,20 +1924,37 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"page_token\x18\x06 \x01(\tR\tpageToken\"z\n" +
 	"\x13ListHistoryResponse\x12;\n" +
 	"\acommits\x18\x01 \x03(\v2!.gardenbloom.memory.v1.CommitInfoR\acommits\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*Y\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"2\n" +
+	"\x15GetAgentStatusRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\"N\n" +
+	"\n" +
+	"LayerUsage\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\tR\x04file\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\x05R\x06tokens\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"\xc7\x02\n" +
+	"\x16GetAgentStatusResponse\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x16\n" +
+	"\x06commit\x18\x02 \x01(\tR\x06commit\x125\n" +
+	"\x04meta\x18\x03 \x01(\v2!.gardenbloom.memory.v1.MemoryMetaR\x04meta\x129\n" +
+	"\x06layer1\x18\x04 \x03(\v2!.gardenbloom.memory.v1.LayerUsageR\x06layer1\x12#\n" +
+	"\rlayer1_tokens\x18\x05 \x01(\x05R\flayer1Tokens\x12!\n" +
+	"\flayer1_limit\x18\x06 \x01(\x05R\vlayer1Limit\x12\x12\n" +
+	"\x04runs\x18\a \x01(\x05R\x04runs\x12,\n" +
+	"\x12always_load_blocks\x18\b \x01(\x05R\x10alwaysLoadBlocks*Y\n" +
 	"\n" +
 	"DiffFormat\x12\x1b\n" +
 	"\x17DIFF_FORMAT_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13DIFF_FORMAT_UNIFIED\x10\x01\x12\x15\n" +
-	"\x11DIFF_FORMAT_FACTS\x10\x022\xc0\x05\n" +
-	"\x16ContextAssemblyService\x12\x85\x01\n" +
+	"\x11DIFF_FORMAT_FACTS\x10\x022\xc7\a\n" +
+	"\x16ContextAssemblyService\x12\xa9\x01\n" +
 	"\n" +
-	"ReadMemory\x12(.gardenbloom.memory.v1.ReadMemoryRequest\x1a).gardenbloom.memory.v1.ReadMemoryResponse\"\"\x82\xd3\xe4\x93\x02\x19\x12\x17/memory/{agent_id}/read\x90\x02\x01\x12y\n" +
+	"ReadMemory\x12(.gardenbloom.memory.v1.ReadMemoryRequest\x1a).gardenbloom.memory.v1.ReadMemoryResponse\"F\x82\xd3\xe4\x93\x02=Z\":\x01*\"\x1d/v1/memory/{agent_id}/context\x12\x17/memory/{agent_id}/read\x90\x02\x01\x12y\n" +
 	"\tGetLayer2\x12'.gardenbloom.memory.v1.GetLayer2Request\x1a(.gardenbloom.memory.v1.GetLayer2Response\"\x19\x82\xd3\xe4\x93\x02\x10\x12\x0e/memory/layer2\x90\x02\x01\x12\x8c\x01\n" +
-	"\x0fAssembleContext\x12-.gardenbloom.memory.v1.AssembleContextRequest\x1a..gardenbloom.memory.v1.AssembleContextResponse\"\x1a\x82\xd3\xe4\x93\x02\x11\x12\x0f/memory/context\x90\x02\x01\x12\x85\x01\n" +
+	"\x0fAssembleContext\x12-.gardenbloom.memory.v1.AssembleContextRequest\x1a..gardenbloom.memory.v1.AssembleContextResponse\"\x1a\x82\xd3\xe4\x93\x02\x11\x12\x0f/memory/context\x90\x02\x01\x12\xa6\x01\n" +
 	"\n" +
-	"DiffMemory\x12(.gardenbloom.memory.v1.DiffMemoryRequest\x1a).gardenbloom.memory.v1.DiffMemoryResponse\"\"\x82\xd3\xe4\x93\x02\x19\x12\x17/memory/{agent_id}/diff\x90\x02\x01\x12\x8b\x01\n" +
-	"\vListHistory\x12).gardenbloom.memory.v1.ListHistoryRequest\x1a*.gardenbloom.memory.v1.ListHistoryResponse\"%\x82\xd3\xe4\x93\x02\x1c\x12\x1a/memory/{agent_id}/history\x90\x02\x01BFZDgithub.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1;memoryv1b\x06proto3"
+	"DiffMemory\x12(.gardenbloom.memory.v1.DiffMemoryRequest\x1a).gardenbloom.memory.v1.DiffMemoryResponse\"C\x82\xd3\xe4\x93\x02:Z\x1f:\x01*\"\x1a/v1/memory/{agent_id}/diff\x12\x17/memory/{agent_id}/diff\x90\x02\x01\x12\xb4\x01\n" +
+	"\vListHistory\x12).gardenbloom.memory.v1.ListHistoryRequest\x1a*.gardenbloom.memory.v1.ListHistoryResponse\"N\x82\xd3\xe4\x93\x02EZ'\x12%/v1/memory/{agent_id}/recent-timeline\x12\x1a/memory/{agent_id}/history\x90\x02\x01\x12\x96\x01\n" +
+	"\x0eGetAgentStatus\x12,.gardenbloom.memory.v1.GetAgentStatusRequest\x1a-.gardenbloom.memory.v1.GetAgentStatusResponse\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/memory/{agent_id}/status\x90\x02\x01BFZDgithub.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1;memoryv1b\x06proto3"
 
 var (
 	file_gardenbloom_memory_v1_context_assembly_proto_rawDescOnce sync.Once
@@ -1734,7 +1969,7 @@ func file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP() []byte {
 }
 
 var file_gardenbloom_memory_v1_context_assembly_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_gardenbloom_memory_v1_context_assembly_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_gardenbloom_memory_v1_context_assembly_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_gardenbloom_memory_v1_context_assembly_proto_goTypes = []any{
 	(DiffFormat)(0),                 // 0: gardenbloom.memory.v1.DiffFormat
 	(*ReadMemoryRequest)(nil),       // 1: gardenbloom.memory.v1.ReadMemoryRequest
@@ -1753,56 +1988,64 @@ var file_gardenbloom_memory_v1_context_assembly_proto_goTypes = []any{
 	(*DiffMemoryResponse)(nil),      // 14: gardenbloom.memory.v1.DiffMemoryResponse
 	(*ListHistoryRequest)(nil),      // 15: gardenbloom.memory.v1.ListHistoryRequest
 	(*ListHistoryResponse)(nil),     // 16: gardenbloom.memory.v1.ListHistoryResponse
-	nil,                             // 17: gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
-	nil,                             // 18: gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
-	nil,                             // 19: gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
-	nil,                             // 20: gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
-	(ReadMode)(0),                   // 21: gardenbloom.memory.v1.ReadMode
-	(*timestamppb.Timestamp)(nil),   // 22: google.protobuf.Timestamp
-	(*MemoryMeta)(nil),              // 23: gardenbloom.memory.v1.MemoryMeta
-	(*Decision)(nil),                // 24: gardenbloom.memory.v1.Decision
-	(*Span)(nil),                    // 25: gardenbloom.memory.v1.Span
-	(ChangeKind)(0),                 // 26: gardenbloom.memory.v1.ChangeKind
-	(*CommitInfo)(nil),              // 27: gardenbloom.memory.v1.CommitInfo
+	(*GetAgentStatusRequest)(nil),   // 17: gardenbloom.memory.v1.GetAgentStatusRequest
+	(*LayerUsage)(nil),              // 18: gardenbloom.memory.v1.LayerUsage
+	(*GetAgentStatusResponse)(nil),  // 19: gardenbloom.memory.v1.GetAgentStatusResponse
+	nil,                             // 20: gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
+	nil,                             // 21: gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
+	nil,                             // 22: gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
+	nil,                             // 23: gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
+	(ReadMode)(0),                   // 24: gardenbloom.memory.v1.ReadMode
+	(*timestamppb.Timestamp)(nil),   // 25: google.protobuf.Timestamp
+	(*MemoryMeta)(nil),              // 26: gardenbloom.memory.v1.MemoryMeta
+	(*Decision)(nil),                // 27: gardenbloom.memory.v1.Decision
+	(*Span)(nil),                    // 28: gardenbloom.memory.v1.Span
+	(ChangeKind)(0),                 // 29: gardenbloom.memory.v1.ChangeKind
+	(*CommitInfo)(nil),              // 30: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_context_assembly_proto_depIdxs = []int32{
-	21, // 0: gardenbloom.memory.v1.ReadMemoryRequest.mode:type_name -> gardenbloom.memory.v1.ReadMode
-	22, // 1: gardenbloom.memory.v1.ReadMemoryResponse.loaded_at:type_name -> google.protobuf.Timestamp
-	21, // 2: gardenbloom.memory.v1.ReadMemoryResponse.mode:type_name -> gardenbloom.memory.v1.ReadMode
-	17, // 3: gardenbloom.memory.v1.ReadMemoryResponse.content:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
-	2,  // 4: gardenbloom.memory.v1.ReadMemoryResponse.files:type_name -> gardenbloom.memory.v1.FileContent
-	23, // 5: gardenbloom.memory.v1.ReadMemoryResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
-	18, // 6: gardenbloom.memory.v1.ReadMemoryResponse.diffs:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
-	24, // 7: gardenbloom.memory.v1.GetLayer2Response.decisions:type_name -> gardenbloom.memory.v1.Decision
-	5,  // 8: gardenbloom.memory.v1.GetLayer2Response.timeline:type_name -> gardenbloom.memory.v1.TimelineDay
-	6,  // 9: gardenbloom.memory.v1.GetLayer2Response.runs:type_name -> gardenbloom.memory.v1.RunRecord
-	25, // 10: gardenbloom.memory.v1.ContextSection.span:type_name -> gardenbloom.memory.v1.Span
-	22, // 11: gardenbloom.memory.v1.AssembleContextResponse.assembled_at:type_name -> google.protobuf.Timestamp
-	9,  // 12: gardenbloom.memory.v1.AssembleContextResponse.sections:type_name -> gardenbloom.memory.v1.ContextSection
-	19, // 13: gardenbloom.memory.v1.AssembleContextResponse.tokens_by_layer:type_name -> gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
-	0,  // 14: gardenbloom.memory.v1.DiffMemoryRequest.format:type_name -> gardenbloom.memory.v1.DiffFormat
-	26, // 15: gardenbloom.memory.v1.ItemChange.change:type_name -> gardenbloom.memory.v1.ChangeKind
-	22, // 16: gardenbloom.memory.v1.DiffMemoryResponse.from_date:type_name -> google.protobuf.Timestamp
-	22, // 17: gardenbloom.memory.v1.DiffMemoryResponse.to_date:type_name -> google.protobuf.Timestamp
-	20, // 18: gardenbloom.memory.v1.DiffMemoryResponse.diff:type_name -> gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
-	12, // 19: gardenbloom.memory.v1.DiffMemoryResponse.stats:type_name -> gardenbloom.memory.v1.DiffStats
-	13, // 20: gardenbloom.memory.v1.DiffMemoryResponse.changes:type_name -> gardenbloom.memory.v1.ItemChange
-	27, // 21: gardenbloom.memory.v1.ListHistoryResponse.commits:type_name -> gardenbloom.memory.v1.CommitInfo
-	1,  // 22: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:input_type -> gardenbloom.memory.v1.ReadMemoryRequest
-	4,  // 23: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:input_type -> gardenbloom.memory.v1.GetLayer2Request
-	8,  // 24: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:input_type -> gardenbloom.memory.v1.AssembleContextRequest
-	11, // 25: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:input_type -> gardenbloom.memory.v1.DiffMemoryRequest
-	15, // 26: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:input_type -> gardenbloom.memory.v1.ListHistoryRequest
-	3,  // 27: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:output_type -> gardenbloom.memory.v1.ReadMemoryResponse
-	7,  // 28: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:output_type -> gardenbloom.memory.v1.GetLayer2Response
-	10, // 29: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:output_type -> gardenbloom.memory.v1.AssembleContextResponse
-	14, // 30: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:output_type -> gardenbloom.memory.v1.DiffMemoryResponse
-	16, // 31: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:output_type -> gardenbloom.memory.v1.ListHistoryResponse
-	27, // [27:32] is the sub-list for method output_type
-	22, // [22:27] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	24, // 0: gardenbloom.memory.v1.ReadMemoryRequest.mode:type_name -> gardenbloom.memory.v1.ReadMode
+	24, // 1: gardenbloom.memory.v1.ReadMemoryRequest.depth:type_name -> gardenbloom.memory.v1.ReadMode
+	25, // 2: gardenbloom.memory.v1.ReadMemoryResponse.loaded_at:type_name -> google.protobuf.Timestamp
+	24, // 3: gardenbloom.memory.v1.ReadMemoryResponse.mode:type_name -> gardenbloom.memory.v1.ReadMode
+	20, // 4: gardenbloom.memory.v1.ReadMemoryResponse.content:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
+	2,  // 5: gardenbloom.memory.v1.ReadMemoryResponse.files:type_name -> gardenbloom.memory.v1.FileContent
+	26, // 6: gardenbloom.memory.v1.ReadMemoryResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
+	21, // 7: gardenbloom.memory.v1.ReadMemoryResponse.diffs:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
+	27, // 8: gardenbloom.memory.v1.GetLayer2Response.decisions:type_name -> gardenbloom.memory.v1.Decision
+	5,  // 9: gardenbloom.memory.v1.GetLayer2Response.timeline:type_name -> gardenbloom.memory.v1.TimelineDay
+	6,  // 10: gardenbloom.memory.v1.GetLayer2Response.runs:type_name -> gardenbloom.memory.v1.RunRecord
+	28, // 11: gardenbloom.memory.v1.ContextSection.span:type_name -> gardenbloom.memory.v1.Span
+	25, // 12: gardenbloom.memory.v1.AssembleContextResponse.assembled_at:type_name -> google.protobuf.Timestamp
+	9,  // 13: gardenbloom.memory.v1.AssembleContextResponse.sections:type_name -> gardenbloom.memory.v1.ContextSection
+	22, // 14: gardenbloom.memory.v1.AssembleContextResponse.tokens_by_layer:type_name -> gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
+	0,  // 15: gardenbloom.memory.v1.DiffMemoryRequest.format:type_name -> gardenbloom.memory.v1.DiffFormat
+	29, // 16: gardenbloom.memory.v1.ItemChange.change:type_name -> gardenbloom.memory.v1.ChangeKind
+	25, // 17: gardenbloom.memory.v1.DiffMemoryResponse.from_date:type_name -> google.protobuf.Timestamp
+	25, // 18: gardenbloom.memory.v1.DiffMemoryResponse.to_date:type_name -> google.protobuf.Timestamp
+	23, // 19: gardenbloom.memory.v1.DiffMemoryResponse.diff:type_name -> gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
+	12, // 20: gardenbloom.memory.v1.DiffMemoryResponse.stats:type_name -> gardenbloom.memory.v1.DiffStats
+	13, // 21: gardenbloom.memory.v1.DiffMemoryResponse.changes:type_name -> gardenbloom.memory.v1.ItemChange
+	30, // 22: gardenbloom.memory.v1.ListHistoryResponse.commits:type_name -> gardenbloom.memory.v1.CommitInfo
+	26, // 23: gardenbloom.memory.v1.GetAgentStatusResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
+	18, // 24: gardenbloom.memory.v1.GetAgentStatusResponse.layer1:type_name -> gardenbloom.memory.v1.LayerUsage
+	1,  // 25: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:input_type -> gardenbloom.memory.v1.ReadMemoryRequest
+	4,  // 26: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:input_type -> gardenbloom.memory.v1.GetLayer2Request
+	8,  // 27: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:input_type -> gardenbloom.memory.v1.AssembleContextRequest
+	11, // 28: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:input_type -> gardenbloom.memory.v1.DiffMemoryRequest
+	15, // 29: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:input_type -> gardenbloom.memory.v1.ListHistoryRequest
+	17, // 30: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:input_type -> gardenbloom.memory.v1.GetAgentStatusRequest
+	3,  // 31: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:output_type -> gardenbloom.memory.v1.ReadMemoryResponse
+	7,  // 32: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:output_type -> gardenbloom.memory.v1.GetLayer2Response
+	10, // 33: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:output_type -> gardenbloom.memory.v1.AssembleContextResponse
+	14, // 34: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:output_type -> gardenbloom.memory.v1.DiffMemoryResponse
+	16, // 35: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:output_type -> gardenbloom.memory.v1.ListHistoryResponse
+	19, // 36: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:output_type -> gardenbloom.memory.v1.GetAgentStatusResponse
+	31, // [31:37] is the sub-list for method output_type
+	25, // [25:31] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_context_assembly_proto_init() }
@@ -1817,7 +2060,7 @@ func file_gardenbloom_memory_v1_context_assembly_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gardenbloom_memory_v1_context_assembly_proto_rawDesc), len(file_gardenbloom_memory_v1_context_assembly_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	ContextAssemblyService_AssembleContext_FullMethodName = "/gardenbloom.memory.v1.ContextAssemblyService/AssembleContext"
 	ContextAssemblyService_DiffMemory_FullMethodName      = "/gardenbloom.memory.v1.ContextAssemblyService/DiffMemory"
 	ContextAssemblyService_ListHistory_FullMethodName     = "/gardenbloom.memory.v1.ContextAssemblyService/ListHistory"
+	ContextAssemblyService_GetAgentStatus_FullMethodName  = "/gardenbloom.memory.v1.ContextAssemblyService/GetAgentStatus"
 )
 
 // ContextAssemblyServiceClient is the client API for ContextAssemblyService service.
@@ -45,6 +46,9 @@ type ContextAssemblyServiceClient interface {
 	DiffMemory(ctx context.Context, in *DiffMemoryRequest, opts ...grpc.CallOption) (*DiffMemoryResponse, error)
 	// Commits that touched an agent's memory, with proposal and run ids.
 	ListHistory(ctx context.Context, in *ListHistoryRequest, opts ...grpc.CallOption) (*ListHistoryResponse, error)
+	// An agent's memory at a glance: version, head commit, Layer 1 token use
+	// against the hard limits (DiffMem adapter `status`).
+	GetAgentStatus(ctx context.Context, in *GetAgentStatusRequest, opts ...grpc.CallOption) (*GetAgentStatusResponse, error)
 }
 
 type contextAssemblyServiceClient struct {
@@ -105,6 +109,16 @@ func (c *contextAssemblyServiceClient) ListHistory(ctx context.Context, in *List
 	return out, nil
 }
 
+func (c *contextAssemblyServiceClient) GetAgentStatus(ctx context.Context, in *GetAgentStatusRequest, opts ...grpc.CallOption) (*GetAgentStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetAgentStatusResponse)
+	err := c.cc.Invoke(ctx, ContextAssemblyService_GetAgentStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ContextAssemblyServiceServer is the server API for ContextAssemblyService service.
 // All implementations must embed UnimplementedContextAssemblyServiceServer
 // for forward compatibility.
@@ -124,6 +138,9 @@ type ContextAssemblyServiceServer interface {
 	DiffMemory(context.Context, *DiffMemoryRequest) (*DiffMemoryResponse, error)
 	// Commits that touched an agent's memory, with proposal and run ids.
 	ListHistory(context.Context, *ListHistoryRequest) (*ListHistoryResponse, error)
+	// An agent's memory at a glance: version, head commit, Layer 1 token use
+	// against the hard limits (DiffMem adapter `status`).
+	GetAgentStatus(context.Context, *GetAgentStatusRequest) (*GetAgentStatusResponse, error)
 	mustEmbedUnimplementedContextAssemblyServiceServer()
 }
 
@@ -148,6 +165,9 @@ func (UnimplementedContextAssemblyServiceServer) DiffMemory(context.Context, *Di
 }
 func (UnimplementedContextAssemblyServiceServer) ListHistory(context.Context, *ListHistoryRequest) (*ListHistoryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListHistory not implemented")
+}
+func (UnimplementedContextAssemblyServiceServer) GetAgentStatus(context.Context, *GetAgentStatusRequest) (*GetAgentStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetAgentStatus not implemented")
 }
 func (UnimplementedContextAssemblyServiceServer) mustEmbedUnimplementedContextAssemblyServiceServer() {
 }
@@ -261,6 +281,24 @@ func _ContextAssemblyService_ListHistory_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ContextAssemblyService_GetAgentStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetAgentStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextAssemblyServiceServer).GetAgentStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextAssemblyService_GetAgentStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextAssemblyServiceServer).GetAgentStatus(ctx, req.(*GetAgentStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ContextAssemblyService_ServiceDesc is the grpc.ServiceDesc for ContextAssemblyService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -287,6 +325,10 @@ var ContextAssemblyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListHistory",
 			Handler:    _ContextAssemblyService_ListHistory_Handler,
+		},
+		{
+			MethodName: "GetAgentStatus",
+			Handler:    _ContextAssemblyService_GetAgentStatus_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

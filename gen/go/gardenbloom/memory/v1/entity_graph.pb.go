@@ -27,7 +27,10 @@ type GetEntityRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	EntityId string                 `protobuf:"bytes,1,opt,name=entity_id,json=entityId,proto3" json:"entity_id,omitempty"`
 	// Commit sha or RFC 3339 time; empty = now.
-	At            string `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	At string `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	// Only this agent's refs and evidence (the DiffMem adapter path); empty =
+	// every agent the token may see.
+	AgentId       string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -72,6 +75,13 @@ func (x *GetEntityRequest) GetEntityId() string {
 func (x *GetEntityRequest) GetAt() string {
 	if x != nil {
 		return x.At
+	}
+	return ""
+}
+
+func (x *GetEntityRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
 	}
 	return ""
 }
@@ -914,10 +924,11 @@ var File_gardenbloom_memory_v1_entity_graph_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_entity_graph_proto_rawDesc = "" +
 	"\n" +
-	"(gardenbloom/memory/v1/entity_graph.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"?\n" +
+	"(gardenbloom/memory/v1/entity_graph.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Z\n" +
 	"\x10GetEntityRequest\x12\x1b\n" +
 	"\tentity_id\x18\x01 \x01(\tR\bentityId\x12\x0e\n" +
-	"\x02at\x18\x02 \x01(\tR\x02at\"\x91\x01\n" +
+	"\x02at\x18\x02 \x01(\tR\x02at\x12\x19\n" +
+	"\bagent_id\x18\x03 \x01(\tR\aagentId\"\x91\x01\n" +
 	"\x11GetEntityResponse\x125\n" +
 	"\x06entity\x18\x01 \x01(\v2\x1d.gardenbloom.memory.v1.EntityR\x06entity\x121\n" +
 	"\x05edges\x18\x02 \x03(\v2\x1b.gardenbloom.memory.v1.EdgeR\x05edges\x12\x12\n" +
@@ -979,9 +990,9 @@ const file_gardenbloom_memory_v1_entity_graph_proto_rawDesc = "" +
 	"\fupdate_index\x18\x03 \x01(\x05R\vupdateIndex\x12\x12\n" +
 	"\x04refs\x18\x04 \x03(\tR\x04refs\"X\n" +
 	"\x15CheckProposalResponse\x12?\n" +
-	"\bfindings\x18\x01 \x03(\v2#.gardenbloom.memory.v1.CheckFindingR\bfindings2\xcb\x06\n" +
-	"\x12EntityGraphService\x12\x80\x01\n" +
-	"\tGetEntity\x12'.gardenbloom.memory.v1.GetEntityRequest\x1a(.gardenbloom.memory.v1.GetEntityResponse\" \x82\xd3\xe4\x93\x02\x17\x12\x15/entities/{entity_id}\x90\x02\x01\x12}\n" +
+	"\bfindings\x18\x01 \x03(\v2#.gardenbloom.memory.v1.CheckFindingR\bfindings2\xf7\x06\n" +
+	"\x12EntityGraphService\x12\xac\x01\n" +
+	"\tGetEntity\x12'.gardenbloom.memory.v1.GetEntityRequest\x1a(.gardenbloom.memory.v1.GetEntityResponse\"L\x82\xd3\xe4\x93\x02CZ*\x12(/v1/memory/{agent_id}/entity/{entity_id}\x12\x15/entities/{entity_id}\x90\x02\x01\x12}\n" +
 	"\fListEntities\x12*.gardenbloom.memory.v1.ListEntitiesRequest\x1a+.gardenbloom.memory.v1.ListEntitiesResponse\"\x14\x82\xd3\xe4\x93\x02\v\x12\t/entities\x90\x02\x01\x12\x93\x01\n" +
 	"\fGetNeighbors\x12*.gardenbloom.memory.v1.GetNeighborsRequest\x1a+.gardenbloom.memory.v1.GetNeighborsResponse\"*\x82\xd3\xe4\x93\x02!\x12\x1f/entities/{entity_id}/neighbors\x90\x02\x01\x12\x9d\x01\n" +
 	"\x10GetEntityHistory\x12..gardenbloom.memory.v1.GetEntityHistoryRequest\x1a/.gardenbloom.memory.v1.GetEntityHistoryResponse\"(\x82\xd3\xe4\x93\x02\x1f\x12\x1d/entities/{entity_id}/history\x90\x02\x01\x12\x8b\x01\n" +

@@ -126,6 +126,128 @@ func (x *ProposeRequest) GetIdempotencyKey() string {
 	return ""
 }
 
+type CommitSessionRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// The staged proposal ProcessSession returned.
+	ProposalId    string `protobuf:"bytes,2,opt,name=proposal_id,json=proposalId,proto3" json:"proposal_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitSessionRequest) Reset() {
+	*x = CommitSessionRequest{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitSessionRequest) ProtoMessage() {}
+
+func (x *CommitSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitSessionRequest.ProtoReflect.Descriptor instead.
+func (*CommitSessionRequest) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CommitSessionRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *CommitSessionRequest) GetProposalId() string {
+	if x != nil {
+		return x.ProposalId
+	}
+	return ""
+}
+
+type OnboardAgentRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// Initial snapshot.md; default "# Snapshot: <agentId>" with empty sections.
+	Snapshot      string `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Reasoning     string `protobuf:"bytes,3,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
+	RunId         string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OnboardAgentRequest) Reset() {
+	*x = OnboardAgentRequest{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OnboardAgentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OnboardAgentRequest) ProtoMessage() {}
+
+func (x *OnboardAgentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OnboardAgentRequest.ProtoReflect.Descriptor instead.
+func (*OnboardAgentRequest) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *OnboardAgentRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *OnboardAgentRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+func (x *OnboardAgentRequest) GetReasoning() string {
+	if x != nil {
+		return x.Reasoning
+	}
+	return ""
+}
+
+func (x *OnboardAgentRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
 type ProposeResponse struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	ProposalId string                 `protobuf:"bytes,1,opt,name=proposal_id,json=proposalId,proto3" json:"proposal_id,omitempty"`
@@ -141,7 +263,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -153,7 +275,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -166,7 +288,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{1}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ProposeResponse) GetProposalId() string {
@@ -220,7 +342,7 @@ type GetProposalRequest struct {
 
 func (x *GetProposalRequest) Reset() {
 	*x = GetProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -232,7 +354,7 @@ func (x *GetProposalRequest) String() string {
 func (*GetProposalRequest) ProtoMessage() {}
 
 func (x *GetProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -245,7 +367,7 @@ func (x *GetProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProposalRequest.ProtoReflect.Descriptor instead.
 func (*GetProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{2}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetProposalRequest) GetProposalId() string {
@@ -264,7 +386,7 @@ type GetProposalResponse struct {
 
 func (x *GetProposalResponse) Reset() {
 	*x = GetProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -276,7 +398,7 @@ func (x *GetProposalResponse) String() string {
 func (*GetProposalResponse) ProtoMessage() {}
 
 func (x *GetProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -289,7 +411,7 @@ func (x *GetProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProposalResponse.ProtoReflect.Descriptor instead.
 func (*GetProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{3}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetProposalResponse) GetProposal() *Proposal {
@@ -314,7 +436,7 @@ type ListProposalsRequest struct {
 
 func (x *ListProposalsRequest) Reset() {
 	*x = ListProposalsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -326,7 +448,7 @@ func (x *ListProposalsRequest) String() string {
 func (*ListProposalsRequest) ProtoMessage() {}
 
 func (x *ListProposalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -339,7 +461,7 @@ func (x *ListProposalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProposalsRequest.ProtoReflect.Descriptor instead.
 func (*ListProposalsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{4}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListProposalsRequest) GetAgentId() string {
@@ -380,7 +502,7 @@ type ListProposalsResponse struct {
 
 func (x *ListProposalsResponse) Reset() {
 	*x = ListProposalsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +514,7 @@ func (x *ListProposalsResponse) String() string {
 func (*ListProposalsResponse) ProtoMessage() {}
 
 func (x *ListProposalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +527,7 @@ func (x *ListProposalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProposalsResponse.ProtoReflect.Descriptor instead.
 func (*ListProposalsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{5}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListProposalsResponse) GetProposals() []*Proposal {
@@ -432,7 +554,7 @@ type ApproveProposalRequest struct {
 
 func (x *ApproveProposalRequest) Reset() {
 	*x = ApproveProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +566,7 @@ func (x *ApproveProposalRequest) String() string {
 func (*ApproveProposalRequest) ProtoMessage() {}
 
 func (x *ApproveProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +579,7 @@ func (x *ApproveProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveProposalRequest.ProtoReflect.Descriptor instead.
 func (*ApproveProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{6}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ApproveProposalRequest) GetProposalId() string {
@@ -483,7 +605,7 @@ type ApproveProposalResponse struct {
 
 func (x *ApproveProposalResponse) Reset() {
 	*x = ApproveProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +617,7 @@ func (x *ApproveProposalResponse) String() string {
 func (*ApproveProposalResponse) ProtoMessage() {}
 
 func (x *ApproveProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +630,7 @@ func (x *ApproveProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveProposalResponse.ProtoReflect.Descriptor instead.
 func (*ApproveProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{7}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ApproveProposalResponse) GetProposal() *Proposal {
@@ -529,7 +651,7 @@ type RejectProposalRequest struct {
 
 func (x *RejectProposalRequest) Reset() {
 	*x = RejectProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +663,7 @@ func (x *RejectProposalRequest) String() string {
 func (*RejectProposalRequest) ProtoMessage() {}
 
 func (x *RejectProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +676,7 @@ func (x *RejectProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectProposalRequest.ProtoReflect.Descriptor instead.
 func (*RejectProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{8}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RejectProposalRequest) GetProposalId() string {
@@ -580,7 +702,7 @@ type RejectProposalResponse struct {
 
 func (x *RejectProposalResponse) Reset() {
 	*x = RejectProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -592,7 +714,7 @@ func (x *RejectProposalResponse) String() string {
 func (*RejectProposalResponse) ProtoMessage() {}
 
 func (x *RejectProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -605,7 +727,7 @@ func (x *RejectProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectProposalResponse.ProtoReflect.Descriptor instead.
 func (*RejectProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{9}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RejectProposalResponse) GetProposal() *Proposal {
@@ -625,7 +747,7 @@ type RetryProposalRequest struct {
 
 func (x *RetryProposalRequest) Reset() {
 	*x = RetryProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +759,7 @@ func (x *RetryProposalRequest) String() string {
 func (*RetryProposalRequest) ProtoMessage() {}
 
 func (x *RetryProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +772,7 @@ func (x *RetryProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryProposalRequest.ProtoReflect.Descriptor instead.
 func (*RetryProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{10}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RetryProposalRequest) GetProposalId() string {
@@ -676,7 +798,7 @@ type RetryProposalResponse struct {
 
 func (x *RetryProposalResponse) Reset() {
 	*x = RetryProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +810,7 @@ func (x *RetryProposalResponse) String() string {
 func (*RetryProposalResponse) ProtoMessage() {}
 
 func (x *RetryProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +823,7 @@ func (x *RetryProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryProposalResponse.ProtoReflect.Descriptor instead.
 func (*RetryProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{11}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RetryProposalResponse) GetProposal() *Proposal {
@@ -720,7 +842,7 @@ type GetAgentPolicyRequest struct {
 
 func (x *GetAgentPolicyRequest) Reset() {
 	*x = GetAgentPolicyRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -732,7 +854,7 @@ func (x *GetAgentPolicyRequest) String() string {
 func (*GetAgentPolicyRequest) ProtoMessage() {}
 
 func (x *GetAgentPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -745,7 +867,7 @@ func (x *GetAgentPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{12}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetAgentPolicyRequest) GetAgentId() string {
@@ -770,7 +892,7 @@ type AgentPolicy struct {
 
 func (x *AgentPolicy) Reset() {
 	*x = AgentPolicy{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -782,7 +904,7 @@ func (x *AgentPolicy) String() string {
 func (*AgentPolicy) ProtoMessage() {}
 
 func (x *AgentPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -795,7 +917,7 @@ func (x *AgentPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentPolicy.ProtoReflect.Descriptor instead.
 func (*AgentPolicy) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{13}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AgentPolicy) GetAgentId() string {
@@ -830,7 +952,7 @@ type GetAgentPolicyResponse struct {
 
 func (x *GetAgentPolicyResponse) Reset() {
 	*x = GetAgentPolicyResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +964,7 @@ func (x *GetAgentPolicyResponse) String() string {
 func (*GetAgentPolicyResponse) ProtoMessage() {}
 
 func (x *GetAgentPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +977,7 @@ func (x *GetAgentPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{14}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetAgentPolicyResponse) GetPolicy() *AgentPolicy {
@@ -887,7 +1009,7 @@ type CreateSnapshotRequest struct {
 
 func (x *CreateSnapshotRequest) Reset() {
 	*x = CreateSnapshotRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1021,7 @@ func (x *CreateSnapshotRequest) String() string {
 func (*CreateSnapshotRequest) ProtoMessage() {}
 
 func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1034,7 @@ func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{15}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateSnapshotRequest) GetAgentId() string {
@@ -952,7 +1074,7 @@ type CreateSnapshotResponse struct {
 
 func (x *CreateSnapshotResponse) Reset() {
 	*x = CreateSnapshotResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +1086,7 @@ func (x *CreateSnapshotResponse) String() string {
 func (*CreateSnapshotResponse) ProtoMessage() {}
 
 func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1099,7 @@ func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{16}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateSnapshotResponse) GetSnapshot() *Snapshot {
@@ -998,7 +1120,7 @@ type ListSnapshotsRequest struct {
 
 func (x *ListSnapshotsRequest) Reset() {
 	*x = ListSnapshotsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1132,7 @@ func (x *ListSnapshotsRequest) String() string {
 func (*ListSnapshotsRequest) ProtoMessage() {}
 
 func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1145,7 @@ func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{17}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListSnapshotsRequest) GetAgentId() string {
@@ -1057,7 +1179,7 @@ type ListSnapshotsResponse struct {
 
 func (x *ListSnapshotsResponse) Reset() {
 	*x = ListSnapshotsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1191,7 @@ func (x *ListSnapshotsResponse) String() string {
 func (*ListSnapshotsResponse) ProtoMessage() {}
 
 func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1204,7 @@ func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{18}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListSnapshotsResponse) GetSnapshots() []*Snapshot {
@@ -1110,7 +1232,7 @@ type RestoreSnapshotRequest struct {
 
 func (x *RestoreSnapshotRequest) Reset() {
 	*x = RestoreSnapshotRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1244,7 @@ func (x *RestoreSnapshotRequest) String() string {
 func (*RestoreSnapshotRequest) ProtoMessage() {}
 
 func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1257,7 @@ func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{19}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RestoreSnapshotRequest) GetAgentId() string {
@@ -1169,7 +1291,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1303,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1316,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{20}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RestoreSnapshotResponse) GetProposal() *ProposeResponse {
@@ -1212,7 +1334,7 @@ type CreateBackupRequest struct {
 
 func (x *CreateBackupRequest) Reset() {
 	*x = CreateBackupRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1346,7 @@ func (x *CreateBackupRequest) String() string {
 func (*CreateBackupRequest) ProtoMessage() {}
 
 func (x *CreateBackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1359,7 @@ func (x *CreateBackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBackupRequest.ProtoReflect.Descriptor instead.
 func (*CreateBackupRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{21}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{23}
 }
 
 type CreateBackupResponse struct {
@@ -1253,7 +1375,7 @@ type CreateBackupResponse struct {
 
 func (x *CreateBackupResponse) Reset() {
 	*x = CreateBackupResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1387,7 @@ func (x *CreateBackupResponse) String() string {
 func (*CreateBackupResponse) ProtoMessage() {}
 
 func (x *CreateBackupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1400,7 @@ func (x *CreateBackupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBackupResponse.ProtoReflect.Descriptor instead.
 func (*CreateBackupResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{22}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CreateBackupResponse) GetStoredAt() string {
@@ -1319,7 +1441,7 @@ type RotateRunsRequest struct {
 
 func (x *RotateRunsRequest) Reset() {
 	*x = RotateRunsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1453,7 @@ func (x *RotateRunsRequest) String() string {
 func (*RotateRunsRequest) ProtoMessage() {}
 
 func (x *RotateRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1466,7 @@ func (x *RotateRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRunsRequest.ProtoReflect.Descriptor instead.
 func (*RotateRunsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{23}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RotateRunsRequest) GetAgentId() string {
@@ -1366,7 +1488,7 @@ type RotateRunsResponse struct {
 
 func (x *RotateRunsResponse) Reset() {
 	*x = RotateRunsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1500,7 @@ func (x *RotateRunsResponse) String() string {
 func (*RotateRunsResponse) ProtoMessage() {}
 
 func (x *RotateRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1513,7 @@ func (x *RotateRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRunsResponse.ProtoReflect.Descriptor instead.
 func (*RotateRunsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{24}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RotateRunsResponse) GetProposals() []*ProposeResponse {
@@ -1416,7 +1538,7 @@ type SyncRemoteRequest struct {
 
 func (x *SyncRemoteRequest) Reset() {
 	*x = SyncRemoteRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1428,7 +1550,7 @@ func (x *SyncRemoteRequest) String() string {
 func (*SyncRemoteRequest) ProtoMessage() {}
 
 func (x *SyncRemoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1441,7 +1563,7 @@ func (x *SyncRemoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRemoteRequest.ProtoReflect.Descriptor instead.
 func (*SyncRemoteRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{25}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{27}
 }
 
 type SyncRemoteResponse struct {
@@ -1455,7 +1577,7 @@ type SyncRemoteResponse struct {
 
 func (x *SyncRemoteResponse) Reset() {
 	*x = SyncRemoteResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1589,7 @@ func (x *SyncRemoteResponse) String() string {
 func (*SyncRemoteResponse) ProtoMessage() {}
 
 func (x *SyncRemoteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1602,7 @@ func (x *SyncRemoteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRemoteResponse.ProtoReflect.Descriptor instead.
 func (*SyncRemoteResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{26}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SyncRemoteResponse) GetRemote() string {
@@ -1516,7 +1638,7 @@ type FactUsage struct {
 
 func (x *FactUsage) Reset() {
 	*x = FactUsage{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1650,7 @@ func (x *FactUsage) String() string {
 func (*FactUsage) ProtoMessage() {}
 
 func (x *FactUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1663,7 @@ func (x *FactUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactUsage.ProtoReflect.Descriptor instead.
 func (*FactUsage) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{27}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FactUsage) GetFactHash() string {
@@ -1568,7 +1690,7 @@ type ReportFactUsageRequest struct {
 
 func (x *ReportFactUsageRequest) Reset() {
 	*x = ReportFactUsageRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1702,7 @@ func (x *ReportFactUsageRequest) String() string {
 func (*ReportFactUsageRequest) ProtoMessage() {}
 
 func (x *ReportFactUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1715,7 @@ func (x *ReportFactUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportFactUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportFactUsageRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{28}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReportFactUsageRequest) GetAgentId() string {
@@ -1619,7 +1741,7 @@ type ReportFactUsageResponse struct {
 
 func (x *ReportFactUsageResponse) Reset() {
 	*x = ReportFactUsageResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1753,7 @@ func (x *ReportFactUsageResponse) String() string {
 func (*ReportFactUsageResponse) ProtoMessage() {}
 
 func (x *ReportFactUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1766,7 @@ func (x *ReportFactUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportFactUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportFactUsageResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{29}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReportFactUsageResponse) GetAccepted() int32 {
@@ -1666,7 +1788,7 @@ type WatchCommitsRequest struct {
 
 func (x *WatchCommitsRequest) Reset() {
 	*x = WatchCommitsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1678,7 +1800,7 @@ func (x *WatchCommitsRequest) String() string {
 func (*WatchCommitsRequest) ProtoMessage() {}
 
 func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1691,7 +1813,7 @@ func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsRequest.ProtoReflect.Descriptor instead.
 func (*WatchCommitsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{30}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WatchCommitsRequest) GetFromSha() string {
@@ -1717,7 +1839,7 @@ type WatchCommitsResponse struct {
 
 func (x *WatchCommitsResponse) Reset() {
 	*x = WatchCommitsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1851,7 @@ func (x *WatchCommitsResponse) String() string {
 func (*WatchCommitsResponse) ProtoMessage() {}
 
 func (x *WatchCommitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1864,7 @@ func (x *WatchCommitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsResponse.ProtoReflect.Descriptor instead.
 func (*WatchCommitsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{31}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WatchCommitsResponse) GetCommit() *CommitInfo {
@@ -1767,7 +1889,16 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\ventity_refs\x18\a \x03(\tR\n" +
 	"entityRefs\x12'\n" +
 	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKeyB\x13\n" +
-	"\x11_expected_version\"\xa3\x02\n" +
+	"\x11_expected_version\"R\n" +
+	"\x14CommitSessionRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1f\n" +
+	"\vproposal_id\x18\x02 \x01(\tR\n" +
+	"proposalId\"\x81\x01\n" +
+	"\x13OnboardAgentRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
+	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\x12\x1c\n" +
+	"\treasoning\x18\x03 \x01(\tR\treasoning\x12\x15\n" +
+	"\x06run_id\x18\x04 \x01(\tR\x05runId\"\xa3\x02\n" +
 	"\x0fProposeResponse\x12\x1f\n" +
 	"\vproposal_id\x18\x01 \x01(\tR\n" +
 	"proposalId\x12=\n" +
@@ -1873,9 +2004,12 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\bfrom_sha\x18\x01 \x01(\tR\afromSha\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\"Q\n" +
 	"\x14WatchCommitsResponse\x129\n" +
-	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xef\x10\n" +
-	"\x14ProposalApplyService\x12\x95\x01\n" +
-	"\aPropose\x12%.gardenbloom.memory.v1.ProposeRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\";\x82\xd3\xe4\x93\x025:\x01*Z\x14:\x01*\"\x0f/memory/propose\"\x1a/memory/{agent_id}/propose\x12\x89\x01\n" +
+	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xf0\x14\n" +
+	"\x14ProposalApplyService\x12\xc4\x01\n" +
+	"\aPropose\x12%.gardenbloom.memory.v1.ProposeRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"j\x82\xd3\xe4\x93\x02d:\x01*Z\x14:\x01*\"\x0f/memory/proposeZ-:\x01*\"(/v1/memory/{agent_id}/process-and-commit\"\x1a/memory/{agent_id}/propose\x12\x91\x01\n" +
+	"\x0eProcessSession\x12%.gardenbloom.memory.v1.ProposeRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/memory/{agent_id}/process-session\x12\x95\x01\n" +
+	"\rCommitSession\x12+.gardenbloom.memory.v1.CommitSessionRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"/\x82\xd3\xe4\x93\x02):\x01*\"$/v1/memory/{agent_id}/commit-session\x12\x8c\x01\n" +
+	"\fOnboardAgent\x12*.gardenbloom.memory.v1.OnboardAgentRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/v1/memory/{agent_id}/onboard\x12\x89\x01\n" +
 	"\vGetProposal\x12).gardenbloom.memory.v1.GetProposalRequest\x1a*.gardenbloom.memory.v1.GetProposalResponse\"#\x82\xd3\xe4\x93\x02\x1a\x12\x18/proposals/{proposal_id}\x90\x02\x01\x12\x81\x01\n" +
 	"\rListProposals\x12+.gardenbloom.memory.v1.ListProposalsRequest\x1a,.gardenbloom.memory.v1.ListProposalsResponse\"\x15\x82\xd3\xe4\x93\x02\f\x12\n" +
 	"/proposals\x90\x02\x01\x12\x9d\x01\n" +
@@ -1888,9 +2022,9 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\x0fRestoreSnapshot\x12-.gardenbloom.memory.v1.RestoreSnapshotRequest\x1a..gardenbloom.memory.v1.RestoreSnapshotResponse\"=\x82\xd3\xe4\x93\x027:\x01*\"2/memory/{agent_id}/snapshots/{snapshot_id}:restore\x12\x82\x01\n" +
 	"\fCreateBackup\x12*.gardenbloom.memory.v1.CreateBackupRequest\x1a+.gardenbloom.memory.v1.CreateBackupResponse\"\x19\x82\xd3\xe4\x93\x02\x13:\x01*\"\x0e/memory/backup\x12\x81\x01\n" +
 	"\n" +
-	"RotateRuns\x12(.gardenbloom.memory.v1.RotateRunsRequest\x1a).gardenbloom.memory.v1.RotateRunsResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/memory/runs:rotate\x12z\n" +
+	"RotateRuns\x12(.gardenbloom.memory.v1.RotateRunsRequest\x1a).gardenbloom.memory.v1.RotateRunsResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/memory/runs:rotate\x12\x90\x01\n" +
 	"\n" +
-	"SyncRemote\x12(.gardenbloom.memory.v1.SyncRemoteRequest\x1a).gardenbloom.memory.v1.SyncRemoteResponse\"\x17\x82\xd3\xe4\x93\x02\x11:\x01*\"\f/memory/sync\x12p\n" +
+	"SyncRemote\x12(.gardenbloom.memory.v1.SyncRemoteRequest\x1a).gardenbloom.memory.v1.SyncRemoteResponse\"-\x82\xd3\xe4\x93\x02':\x01*Z\x14:\x01*\"\x0f/v1/memory/sync\"\f/memory/sync\x12p\n" +
 	"\x0fReportFactUsage\x12-.gardenbloom.memory.v1.ReportFactUsageRequest\x1a..gardenbloom.memory.v1.ReportFactUsageResponse\x12n\n" +
 	"\fWatchCommits\x12*.gardenbloom.memory.v1.WatchCommitsRequest\x1a+.gardenbloom.memory.v1.WatchCommitsResponse\"\x03\x90\x02\x010\x01BFZDgithub.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1;memoryv1b\x06proto3"
 
@@ -1906,102 +2040,110 @@ func file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP() []byte {
 	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescData
 }
 
-var file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_gardenbloom_memory_v1_proposal_apply_proto_goTypes = []any{
 	(*ProposeRequest)(nil),          // 0: gardenbloom.memory.v1.ProposeRequest
-	(*ProposeResponse)(nil),         // 1: gardenbloom.memory.v1.ProposeResponse
-	(*GetProposalRequest)(nil),      // 2: gardenbloom.memory.v1.GetProposalRequest
-	(*GetProposalResponse)(nil),     // 3: gardenbloom.memory.v1.GetProposalResponse
-	(*ListProposalsRequest)(nil),    // 4: gardenbloom.memory.v1.ListProposalsRequest
-	(*ListProposalsResponse)(nil),   // 5: gardenbloom.memory.v1.ListProposalsResponse
-	(*ApproveProposalRequest)(nil),  // 6: gardenbloom.memory.v1.ApproveProposalRequest
-	(*ApproveProposalResponse)(nil), // 7: gardenbloom.memory.v1.ApproveProposalResponse
-	(*RejectProposalRequest)(nil),   // 8: gardenbloom.memory.v1.RejectProposalRequest
-	(*RejectProposalResponse)(nil),  // 9: gardenbloom.memory.v1.RejectProposalResponse
-	(*RetryProposalRequest)(nil),    // 10: gardenbloom.memory.v1.RetryProposalRequest
-	(*RetryProposalResponse)(nil),   // 11: gardenbloom.memory.v1.RetryProposalResponse
-	(*GetAgentPolicyRequest)(nil),   // 12: gardenbloom.memory.v1.GetAgentPolicyRequest
-	(*AgentPolicy)(nil),             // 13: gardenbloom.memory.v1.AgentPolicy
-	(*GetAgentPolicyResponse)(nil),  // 14: gardenbloom.memory.v1.GetAgentPolicyResponse
-	(*CreateSnapshotRequest)(nil),   // 15: gardenbloom.memory.v1.CreateSnapshotRequest
-	(*CreateSnapshotResponse)(nil),  // 16: gardenbloom.memory.v1.CreateSnapshotResponse
-	(*ListSnapshotsRequest)(nil),    // 17: gardenbloom.memory.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil),   // 18: gardenbloom.memory.v1.ListSnapshotsResponse
-	(*RestoreSnapshotRequest)(nil),  // 19: gardenbloom.memory.v1.RestoreSnapshotRequest
-	(*RestoreSnapshotResponse)(nil), // 20: gardenbloom.memory.v1.RestoreSnapshotResponse
-	(*CreateBackupRequest)(nil),     // 21: gardenbloom.memory.v1.CreateBackupRequest
-	(*CreateBackupResponse)(nil),    // 22: gardenbloom.memory.v1.CreateBackupResponse
-	(*RotateRunsRequest)(nil),       // 23: gardenbloom.memory.v1.RotateRunsRequest
-	(*RotateRunsResponse)(nil),      // 24: gardenbloom.memory.v1.RotateRunsResponse
-	(*SyncRemoteRequest)(nil),       // 25: gardenbloom.memory.v1.SyncRemoteRequest
-	(*SyncRemoteResponse)(nil),      // 26: gardenbloom.memory.v1.SyncRemoteResponse
-	(*FactUsage)(nil),               // 27: gardenbloom.memory.v1.FactUsage
-	(*ReportFactUsageRequest)(nil),  // 28: gardenbloom.memory.v1.ReportFactUsageRequest
-	(*ReportFactUsageResponse)(nil), // 29: gardenbloom.memory.v1.ReportFactUsageResponse
-	(*WatchCommitsRequest)(nil),     // 30: gardenbloom.memory.v1.WatchCommitsRequest
-	(*WatchCommitsResponse)(nil),    // 31: gardenbloom.memory.v1.WatchCommitsResponse
-	(*FileUpdate)(nil),              // 32: gardenbloom.memory.v1.FileUpdate
-	(Priority)(0),                   // 33: gardenbloom.memory.v1.Priority
-	(ProposalStatus)(0),             // 34: gardenbloom.memory.v1.ProposalStatus
-	(*timestamppb.Timestamp)(nil),   // 35: google.protobuf.Timestamp
-	(*Proposal)(nil),                // 36: gardenbloom.memory.v1.Proposal
-	(*Snapshot)(nil),                // 37: gardenbloom.memory.v1.Snapshot
-	(*CommitInfo)(nil),              // 38: gardenbloom.memory.v1.CommitInfo
+	(*CommitSessionRequest)(nil),    // 1: gardenbloom.memory.v1.CommitSessionRequest
+	(*OnboardAgentRequest)(nil),     // 2: gardenbloom.memory.v1.OnboardAgentRequest
+	(*ProposeResponse)(nil),         // 3: gardenbloom.memory.v1.ProposeResponse
+	(*GetProposalRequest)(nil),      // 4: gardenbloom.memory.v1.GetProposalRequest
+	(*GetProposalResponse)(nil),     // 5: gardenbloom.memory.v1.GetProposalResponse
+	(*ListProposalsRequest)(nil),    // 6: gardenbloom.memory.v1.ListProposalsRequest
+	(*ListProposalsResponse)(nil),   // 7: gardenbloom.memory.v1.ListProposalsResponse
+	(*ApproveProposalRequest)(nil),  // 8: gardenbloom.memory.v1.ApproveProposalRequest
+	(*ApproveProposalResponse)(nil), // 9: gardenbloom.memory.v1.ApproveProposalResponse
+	(*RejectProposalRequest)(nil),   // 10: gardenbloom.memory.v1.RejectProposalRequest
+	(*RejectProposalResponse)(nil),  // 11: gardenbloom.memory.v1.RejectProposalResponse
+	(*RetryProposalRequest)(nil),    // 12: gardenbloom.memory.v1.RetryProposalRequest
+	(*RetryProposalResponse)(nil),   // 13: gardenbloom.memory.v1.RetryProposalResponse
+	(*GetAgentPolicyRequest)(nil),   // 14: gardenbloom.memory.v1.GetAgentPolicyRequest
+	(*AgentPolicy)(nil),             // 15: gardenbloom.memory.v1.AgentPolicy
+	(*GetAgentPolicyResponse)(nil),  // 16: gardenbloom.memory.v1.GetAgentPolicyResponse
+	(*CreateSnapshotRequest)(nil),   // 17: gardenbloom.memory.v1.CreateSnapshotRequest
+	(*CreateSnapshotResponse)(nil),  // 18: gardenbloom.memory.v1.CreateSnapshotResponse
+	(*ListSnapshotsRequest)(nil),    // 19: gardenbloom.memory.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),   // 20: gardenbloom.memory.v1.ListSnapshotsResponse
+	(*RestoreSnapshotRequest)(nil),  // 21: gardenbloom.memory.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil), // 22: gardenbloom.memory.v1.RestoreSnapshotResponse
+	(*CreateBackupRequest)(nil),     // 23: gardenbloom.memory.v1.CreateBackupRequest
+	(*CreateBackupResponse)(nil),    // 24: gardenbloom.memory.v1.CreateBackupResponse
+	(*RotateRunsRequest)(nil),       // 25: gardenbloom.memory.v1.RotateRunsRequest
+	(*RotateRunsResponse)(nil),      // 26: gardenbloom.memory.v1.RotateRunsResponse
+	(*SyncRemoteRequest)(nil),       // 27: gardenbloom.memory.v1.SyncRemoteRequest
+	(*SyncRemoteResponse)(nil),      // 28: gardenbloom.memory.v1.SyncRemoteResponse
+	(*FactUsage)(nil),               // 29: gardenbloom.memory.v1.FactUsage
+	(*ReportFactUsageRequest)(nil),  // 30: gardenbloom.memory.v1.ReportFactUsageRequest
+	(*ReportFactUsageResponse)(nil), // 31: gardenbloom.memory.v1.ReportFactUsageResponse
+	(*WatchCommitsRequest)(nil),     // 32: gardenbloom.memory.v1.WatchCommitsRequest
+	(*WatchCommitsResponse)(nil),    // 33: gardenbloom.memory.v1.WatchCommitsResponse
+	(*FileUpdate)(nil),              // 34: gardenbloom.memory.v1.FileUpdate
+	(Priority)(0),                   // 35: gardenbloom.memory.v1.Priority
+	(ProposalStatus)(0),             // 36: gardenbloom.memory.v1.ProposalStatus
+	(*timestamppb.Timestamp)(nil),   // 37: google.protobuf.Timestamp
+	(*Proposal)(nil),                // 38: gardenbloom.memory.v1.Proposal
+	(*Snapshot)(nil),                // 39: gardenbloom.memory.v1.Snapshot
+	(*CommitInfo)(nil),              // 40: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_proposal_apply_proto_depIdxs = []int32{
-	32, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
-	33, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
-	34, // 2: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	35, // 3: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
-	36, // 4: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	36, // 5: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	34, // 6: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	36, // 7: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
-	36, // 8: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	36, // 9: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	36, // 10: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	13, // 11: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
-	37, // 12: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
-	37, // 13: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
-	1,  // 14: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	35, // 15: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
-	1,  // 16: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
-	35, // 17: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
-	35, // 18: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
-	27, // 19: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
-	38, // 20: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
+	34, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
+	35, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
+	36, // 2: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	37, // 3: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
+	38, // 4: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	38, // 5: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	36, // 6: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	38, // 7: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
+	38, // 8: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	38, // 9: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	38, // 10: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	15, // 11: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
+	39, // 12: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
+	39, // 13: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
+	3,  // 14: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	37, // 15: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
+	3,  // 16: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
+	37, // 17: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
+	37, // 18: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
+	29, // 19: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
+	40, // 20: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
 	0,  // 21: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
-	2,  // 22: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
-	4,  // 23: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
-	6,  // 24: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
-	8,  // 25: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
-	10, // 26: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
-	12, // 27: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
-	15, // 28: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
-	17, // 29: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
-	19, // 30: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
-	21, // 31: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
-	23, // 32: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
-	25, // 33: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
-	28, // 34: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
-	30, // 35: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
-	1,  // 36: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
-	3,  // 37: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
-	5,  // 38: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
-	7,  // 39: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
-	9,  // 40: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
-	11, // 41: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
-	14, // 42: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
-	16, // 43: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
-	18, // 44: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
-	20, // 45: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
-	22, // 46: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
-	24, // 47: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
-	26, // 48: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
-	29, // 49: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
-	31, // 50: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
-	36, // [36:51] is the sub-list for method output_type
-	21, // [21:36] is the sub-list for method input_type
+	0,  // 22: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProposeRequest
+	1,  // 23: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
+	2,  // 24: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
+	4,  // 25: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
+	6,  // 26: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
+	8,  // 27: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
+	10, // 28: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
+	12, // 29: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
+	14, // 30: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
+	17, // 31: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
+	19, // 32: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
+	21, // 33: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
+	23, // 34: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
+	25, // 35: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
+	27, // 36: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
+	30, // 37: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
+	32, // 38: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
+	3,  // 39: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
+	3,  // 40: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProposeResponse
+	3,  // 41: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.ProposeResponse
+	3,  // 42: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.ProposeResponse
+	5,  // 43: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
+	7,  // 44: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
+	9,  // 45: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
+	11, // 46: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
+	13, // 47: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
+	16, // 48: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
+	18, // 49: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
+	20, // 50: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
+	22, // 51: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
+	24, // 52: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
+	26, // 53: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
+	28, // 54: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
+	31, // 55: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
+	33, // 56: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
+	39, // [39:57] is the sub-list for method output_type
+	21, // [21:39] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -2020,7 +2162,7 @@ func file_gardenbloom_memory_v1_proposal_apply_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc), len(file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

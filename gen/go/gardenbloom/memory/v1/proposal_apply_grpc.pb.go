@@ -20,6 +20,9 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	ProposalApplyService_Propose_FullMethodName         = "/gardenbloom.memory.v1.ProposalApplyService/Propose"
+	ProposalApplyService_ProcessSession_FullMethodName  = "/gardenbloom.memory.v1.ProposalApplyService/ProcessSession"
+	ProposalApplyService_CommitSession_FullMethodName   = "/gardenbloom.memory.v1.ProposalApplyService/CommitSession"
+	ProposalApplyService_OnboardAgent_FullMethodName    = "/gardenbloom.memory.v1.ProposalApplyService/OnboardAgent"
 	ProposalApplyService_GetProposal_FullMethodName     = "/gardenbloom.memory.v1.ProposalApplyService/GetProposal"
 	ProposalApplyService_ListProposals_FullMethodName   = "/gardenbloom.memory.v1.ProposalApplyService/ListProposals"
 	ProposalApplyService_ApproveProposal_FullMethodName = "/gardenbloom.memory.v1.ProposalApplyService/ApproveProposal"
@@ -47,6 +50,17 @@ type ProposalApplyServiceClient interface {
 	// Propose a memory update (spec DiffMem §4.2). Retrying with the same agent,
 	// run and idempotency key returns the same proposal.
 	Propose(ctx context.Context, in *ProposeRequest, opts ...grpc.CallOption) (*ProposeResponse, error)
+	// Stage a proposal (DiffMem process-session): validated and stored like
+	// Propose, but held until CommitSession, whatever the policy says.
+	ProcessSession(ctx context.Context, in *ProposeRequest, opts ...grpc.CallOption) (*ProposeResponse, error)
+	// Release a staged proposal (DiffMem commit-session) to the agent's policy:
+	// auto-approved and applied when the policy allows, else it waits for a
+	// reviewer like any other proposal.
+	CommitSession(ctx context.Context, in *CommitSessionRequest, opts ...grpc.CallOption) (*ProposeResponse, error)
+	// Create an agent's memory skeleton (snapshot.md, facts.md,
+	// open_loops.md) through a proposal (DiffMem onboard). An agent that
+	// already has memory is AlreadyExists.
+	OnboardAgent(ctx context.Context, in *OnboardAgentRequest, opts ...grpc.CallOption) (*ProposeResponse, error)
 	// Get one proposal.
 	GetProposal(ctx context.Context, in *GetProposalRequest, opts ...grpc.CallOption) (*GetProposalResponse, error)
 	// List proposals by agent and status, newest first.
@@ -94,6 +108,36 @@ func (c *proposalApplyServiceClient) Propose(ctx context.Context, in *ProposeReq
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ProposeResponse)
 	err := c.cc.Invoke(ctx, ProposalApplyService_Propose_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *proposalApplyServiceClient) ProcessSession(ctx context.Context, in *ProposeRequest, opts ...grpc.CallOption) (*ProposeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProposeResponse)
+	err := c.cc.Invoke(ctx, ProposalApplyService_ProcessSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *proposalApplyServiceClient) CommitSession(ctx context.Context, in *CommitSessionRequest, opts ...grpc.CallOption) (*ProposeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProposeResponse)
+	err := c.cc.Invoke(ctx, ProposalApplyService_CommitSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *proposalApplyServiceClient) OnboardAgent(ctx context.Context, in *OnboardAgentRequest, opts ...grpc.CallOption) (*ProposeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProposeResponse)
+	err := c.cc.Invoke(ctx, ProposalApplyService_OnboardAgent_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -260,6 +304,17 @@ type ProposalApplyServiceServer interface {
 	// Propose a memory update (spec DiffMem §4.2). Retrying with the same agent,
 	// run and idempotency key returns the same proposal.
 	Propose(context.Context, *ProposeRequest) (*ProposeResponse, error)
+	// Stage a proposal (DiffMem process-session): validated and stored like
+	// Propose, but held until CommitSession, whatever the policy says.
+	ProcessSession(context.Context, *ProposeRequest) (*ProposeResponse, error)
+	// Release a staged proposal (DiffMem commit-session) to the agent's policy:
+	// auto-approved and applied when the policy allows, else it waits for a
+	// reviewer like any other proposal.
+	CommitSession(context.Context, *CommitSessionRequest) (*ProposeResponse, error)
+	// Create an agent's memory skeleton (snapshot.md, facts.md,
+	// open_loops.md) through a proposal (DiffMem onboard). An agent that
+	// already has memory is AlreadyExists.
+	OnboardAgent(context.Context, *OnboardAgentRequest) (*ProposeResponse, error)
 	// Get one proposal.
 	GetProposal(context.Context, *GetProposalRequest) (*GetProposalResponse, error)
 	// List proposals by agent and status, newest first.
@@ -305,6 +360,15 @@ type UnimplementedProposalApplyServiceServer struct{}
 
 func (UnimplementedProposalApplyServiceServer) Propose(context.Context, *ProposeRequest) (*ProposeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Propose not implemented")
+}
+func (UnimplementedProposalApplyServiceServer) ProcessSession(context.Context, *ProposeRequest) (*ProposeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ProcessSession not implemented")
+}
+func (UnimplementedProposalApplyServiceServer) CommitSession(context.Context, *CommitSessionRequest) (*ProposeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CommitSession not implemented")
+}
+func (UnimplementedProposalApplyServiceServer) OnboardAgent(context.Context, *OnboardAgentRequest) (*ProposeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method OnboardAgent not implemented")
 }
 func (UnimplementedProposalApplyServiceServer) GetProposal(context.Context, *GetProposalRequest) (*GetProposalResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetProposal not implemented")
@@ -383,6 +447,60 @@ func _ProposalApplyService_Propose_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ProposalApplyServiceServer).Propose(ctx, req.(*ProposeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ProposalApplyService_ProcessSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProposeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProposalApplyServiceServer).ProcessSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProposalApplyService_ProcessSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProposalApplyServiceServer).ProcessSession(ctx, req.(*ProposeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ProposalApplyService_CommitSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CommitSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProposalApplyServiceServer).CommitSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProposalApplyService_CommitSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProposalApplyServiceServer).CommitSession(ctx, req.(*CommitSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ProposalApplyService_OnboardAgent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OnboardAgentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProposalApplyServiceServer).OnboardAgent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProposalApplyService_OnboardAgent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProposalApplyServiceServer).OnboardAgent(ctx, req.(*OnboardAgentRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -642,6 +760,18 @@ var ProposalApplyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Propose",
 			Handler:    _ProposalApplyService_Propose_Handler,
+		},
+		{
+			MethodName: "ProcessSession",
+			Handler:    _ProposalApplyService_ProcessSession_Handler,
+		},
+		{
+			MethodName: "CommitSession",
+			Handler:    _ProposalApplyService_CommitSession_Handler,
+		},
+		{
+			MethodName: "OnboardAgent",
+			Handler:    _ProposalApplyService_OnboardAgent_Handler,
 		},
 		{
 			MethodName: "GetProposal",

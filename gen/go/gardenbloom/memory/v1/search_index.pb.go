@@ -578,9 +578,9 @@ const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"\n" +
 	"reindexing\x18\a \x01(\bR\n" +
 	"reindexing\x12B\n" +
-	"\x0flast_indexed_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rlastIndexedAt2\x8d\x03\n" +
-	"\x12SearchIndexService\x12p\n" +
-	"\x06Search\x12$.gardenbloom.memory.v1.SearchRequest\x1a%.gardenbloom.memory.v1.SearchResponse\"\x19\x82\xd3\xe4\x93\x02\x10\x12\x0e/memory/search\x90\x02\x01\x12t\n" +
+	"\x0flast_indexed_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\rlastIndexedAt2\xb1\x03\n" +
+	"\x12SearchIndexService\x12\x93\x01\n" +
+	"\x06Search\x12$.gardenbloom.memory.v1.SearchRequest\x1a%.gardenbloom.memory.v1.SearchResponse\"<\x82\xd3\xe4\x93\x023Z!:\x01*\"\x1c/v1/memory/{agent_id}/search\x12\x0e/memory/search\x90\x02\x01\x12t\n" +
 	"\aReindex\x12%.gardenbloom.memory.v1.ReindexRequest\x1a&.gardenbloom.memory.v1.ReindexResponse\"\x1a\x82\xd3\xe4\x93\x02\x14:\x01*\"\x0f/memory/reindex\x12\x8e\x01\n" +
 	"\x0eGetIndexStatus\x12,.gardenbloom.memory.v1.GetIndexStatusRequest\x1a-.gardenbloom.memory.v1.GetIndexStatusResponse\"\x1f\x82\xd3\xe4\x93\x02\x16\x12\x14/memory/index/status\x90\x02\x01BFZDgithub.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1;memoryv1b\x06proto3"
 

@@ -357,6 +357,8 @@ const (
 	StatusReason_STATUS_REASON_APPLY_ERROR StatusReason = 6
 	// The proposal waits for a reviewer because the agent has no auto-approve.
 	StatusReason_STATUS_REASON_AWAITING_REVIEW StatusReason = 7
+	// Staged by ProcessSession; waits for CommitSession.
+	StatusReason_STATUS_REASON_STAGED StatusReason = 8
 )
 
 // Enum value maps for StatusReason.
@@ -370,6 +372,7 @@ var (
 		5: "STATUS_REASON_VALIDATION_FAILED",
 		6: "STATUS_REASON_APPLY_ERROR",
 		7: "STATUS_REASON_AWAITING_REVIEW",
+		8: "STATUS_REASON_STAGED",
 	}
 	StatusReason_value = map[string]int32{
 		"STATUS_REASON_UNSPECIFIED":       0,
@@ -380,6 +383,7 @@ var (
 		"STATUS_REASON_VALIDATION_FAILED": 5,
 		"STATUS_REASON_APPLY_ERROR":       6,
 		"STATUS_REASON_AWAITING_REVIEW":   7,
+		"STATUS_REASON_STAGED":            8,
 	}
 )
 
@@ -2077,7 +2081,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x18PROPOSAL_STATUS_APPLYING\x10\x04\x12\x1b\n" +
 	"\x17PROPOSAL_STATUS_APPLIED\x10\x05\x12\x1a\n" +
 	"\x16PROPOSAL_STATUS_FAILED\x10\x06\x12&\n" +
-	"\"PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW\x10\a*\x9c\x02\n" +
+	"\"PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW\x10\a*\xb6\x02\n" +
 	"\fStatusReason\x12\x1d\n" +
 	"\x19STATUS_REASON_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eSTATUS_REASON_VERSION_CONFLICT\x10\x01\x12#\n" +
@@ -2086,7 +2090,8 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x15STATUS_REASON_FLAGGED\x10\x04\x12#\n" +
 	"\x1fSTATUS_REASON_VALIDATION_FAILED\x10\x05\x12\x1d\n" +
 	"\x19STATUS_REASON_APPLY_ERROR\x10\x06\x12!\n" +
-	"\x1dSTATUS_REASON_AWAITING_REVIEW\x10\a*\xf4\x01\n" +
+	"\x1dSTATUS_REASON_AWAITING_REVIEW\x10\a\x12\x18\n" +
+	"\x14STATUS_REASON_STAGED\x10\b*\xf4\x01\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11OPERATION_REPLACE\x10\x01\x12\x14\n" +

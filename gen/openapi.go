@@ -1,0 +1,20 @@
+// Package gen holds what `buf generate` makes from proto/ (see
+// buf.gen.yaml): Go packages under gen/go and the OpenAPI document under
+// gen/openapi.
+//
+// This file is the only hand-written one. It sits beside the plugins'
+// output directories, not inside them: buf empties those before generating
+// (clean: true), while it leaves this folder's own files alone, so
+// regenerating neither deletes nor changes it and `make check-generated`
+// stays meaningful. go:embed cannot reach into a parent folder, so the
+// embedding package has to live here rather than next to its user.
+package gen
+
+import _ "embed"
+
+// OpenAPI is the merged OpenAPI v2 document of the REST API,
+// gen/openapi/memory.swagger.json, compiled into the binary so the REST
+// edge can serve it. Callers must not modify it.
+//
+//go:embed openapi/memory.swagger.json
+var OpenAPI []byte

@@ -1,0 +1,150 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+)
+
+// OpenAPIPath serves the OpenAPI document of the REST API, without a token.
+const OpenAPIPath = "/openapi.json"
+
+// edge puts the REST edge's limits in front of the grpc-gateway mux: the
+// request target's length, a deadline per request, and a body that is
+// bounded in size, valid UTF-8 and not nested too deeply — all checked
+// before any service is called.
+type edge struct {
+	cfg     Config
+	mux     *runtime.ServeMux
+	logger  *slog.Logger
+	openAPI http.Handler
+}
+
+func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == OpenAPIPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		e.openAPI.ServeHTTP(w, r)
+		return
+	}
+	target := r.RequestURI
+	if target == "" {
+		target = r.URL.RequestURI()
+	}
+	if len(target) > MaxURLBytes {
+		e.reject(w, r, http.StatusRequestURITooLong, tooLarge("the request URL", MaxURLBytes))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), e.cfg.Timeout)
+	defer cancel()
+	r = r.WithContext(ctx)
+	if r.Body != nil && r.Body != http.NoBody {
+		if code, err := e.readBody(w, r); err != nil {
+			e.reject(w, r, code, err)
+			return
+		}
+	}
+	e.mux.ServeHTTP(w, r)
+}
+
+// readBody replaces r.Body with its checked contents, or returns the HTTP
+// status and error to answer with. The body is read whole, up to the
+// limit, because the JSON decoder would read it whole anyway; a declared
+// Content-Length over the limit is refused without reading anything, and a
+// chunked body is cut off as soon as it passes the limit.
+func (e *edge) readBody(w http.ResponseWriter, r *http.Request) (int, error) {
+	limit := e.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return http.StatusRequestEntityTooLarge, tooLarge("the request body", limit)
+	}
+	// The server has no ReadTimeout (it would cut long git fetches and
+	// cancel slow REST calls); this request's deadline bounds a slow body.
+	// Cleared afterwards, so the server's background read that watches for
+	// a closed connection cannot time out and cancel the call.
+	rc := http.NewResponseController(w)
+	if dl, ok := r.Context().Deadline(); ok && rc.SetReadDeadline(dl) == nil {
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	// MaxBytesReader also makes the server close the connection after the
+	// answer instead of reading the rest.
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		var tooBig *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &tooBig):
+			return http.StatusRequestEntityTooLarge, tooLarge("the request body", limit)
+		case errors.As(err, &ne) && ne.Timeout():
+			return http.StatusRequestTimeout, status.Error(codes.DeadlineExceeded, "the request body did not arrive in time")
+		default:
+			return http.StatusBadRequest, invalid("the request body could not be read")
+		}
+	}
+	body := buf.Bytes()
+	if !utf8.Valid(body) {
+		return http.StatusBadRequest, invalid("the request body is not valid UTF-8")
+	}
+	if jsonTooDeep(body, MaxJSONDepth) {
+		return http.StatusBadRequest, invalid("the request body nests more than " + strconv.Itoa(MaxJSONDepth) + " levels deep")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.TransferEncoding = nil
+	return 0, nil
+}
+
+// reject answers a request the edge refuses itself, through the mux's
+// error handler so the answer has the same shape as every other error.
+// Nothing else records these requests, so they are logged here.
+func (e *edge) reject(w http.ResponseWriter, r *http.Request, httpStatus int, err error) {
+	e.logger.LogAttrs(r.Context(), slog.LevelInfo, "REST request refused at the edge",
+		slog.Int("status", httpStatus),
+		slog.String("method", r.Method),
+		slog.String("path", apierr.Clip(r.URL.Path)),
+		slog.String("remote", r.RemoteAddr),
+		slog.String("error", status.Convert(err).Message()),
+	)
+	_, outbound := runtime.MarshalerForRequest(e.mux, r)
+	runtime.HTTPError(r.Context(), e.mux, outbound, w, r, &runtime.HTTPStatusError{HTTPStatus: httpStatus, Err: err})
+}
+
+func tooLarge(what string, limit int64) error {
+	return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE,
+		what+" is larger than "+strconv.FormatInt(limit, 10)+" bytes",
+		map[string]string{"limit": strconv.FormatInt(limit, 10)})
+}
+
+func invalid(msg string) error {
+	return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, msg,
+		map[string]string{"field": "body"})
+}
+
+// openAPIHandler serves doc as application/json with an ETag, so clients
+// and caches revalidate cheaply (the document changes with the binary).
+func openAPIHandler(doc []byte) http.Handler {
+	sum := sha256.Sum256(doc)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("ETag", etag)
+		w.Header().Set("Cache-Control", "no-cache")
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(doc))
+	})
+}
