@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/garden-bloom/memory/cmd/memoryd/app"
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
 )
@@ -97,21 +96,9 @@ func (e *matrixEnv) as(t testing.TB, role string) context.Context {
 
 func (e *matrixEnv) svc(t testing.TB) context.Context { return e.as(t, roleService) }
 
-// optionalFlags keeps the flags this build of memoryd knows.
-func optionalFlags(flags ...string) []string {
-	var out []string
-	for _, f := range flags {
-		if _, _, err := app.LoadConfig([]string{f}, func(string) (string, bool) { return "", false }); err == nil {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 func newMatrixEnv(t *testing.T) *matrixEnv {
-	// Every call has its own token subject anyway; no rate limit when the
-	// flag exists.
-	d := startInProcessWith(t, optionalFlags("--rate-limit=0")...)
+	// Every call has its own token subject anyway.
+	d := startInProcessWith(t, "--rate-limit=0")
 	secret, err := auth.LoadSecret(filepath.Join(d.dataDir, "auth.secret"))
 	require.NoError(t, err)
 	signer, err := auth.NewSigner(secret)
@@ -179,9 +166,9 @@ func (e *matrixEnv) seed(t *testing.T) {
 	e.pendingApprove = e.propose(t, "alpha", "run_a3", matrixFacts("Infra", "- pending fact to approve"))
 	e.pendingReject = e.propose(t, "alpha", "run_a4", matrixFacts("Infra", "- pending fact to reject"))
 	e.pendingRetry = e.propose(t, "alpha", "run_a5", matrixFacts("Infra", "- pending fact to retry"))
-	staged, err := e.pa.ProcessSession(e.svc(t), &memoryv1.ProposeRequest{AgentId: "alpha", RunId: "run_a6", Updates: []*memoryv1.FileUpdate{matrixFacts("Infra", "- staged fact")}})
+	staged, err := e.pa.ProcessSession(e.svc(t), &memoryv1.ProcessSessionRequest{Proposal: &memoryv1.ProposeRequest{AgentId: "alpha", RunId: "run_a6", Updates: []*memoryv1.FileUpdate{matrixFacts("Infra", "- staged fact")}}})
 	require.NoError(t, err)
-	e.staged = staged.GetProposalId()
+	e.staged = staged.GetProposal().GetProposalId()
 
 	out, err := exec.Command("git", "--git-dir", filepath.Join(e.d.dataDir, "memory.git"), "rev-list", "--max-parents=0", "main").CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -313,7 +300,7 @@ func (e *matrixEnv) rows() map[string]matrixRow {
 			return err
 		}},
 		name(pas, "ProcessSession"): {allow: matrixProposers, call: func(ctx context.Context) error {
-			_, err := pa.ProcessSession(ctx, &memoryv1.ProposeRequest{AgentId: "alpha", RunId: fmt.Sprintf("run_s%d", next()), Updates: []*memoryv1.FileUpdate{matrixFacts("Matrix", "- staged by the matrix")}})
+			_, err := pa.ProcessSession(ctx, &memoryv1.ProcessSessionRequest{Proposal: &memoryv1.ProposeRequest{AgentId: "alpha", RunId: fmt.Sprintf("run_s%d", next()), Updates: []*memoryv1.FileUpdate{matrixFacts("Matrix", "- staged by the matrix")}}})
 			return err
 		}},
 		name(pas, "CommitSession"): {allow: matrixProposers, also: []codes.Code{codes.FailedPrecondition}, call: func(ctx context.Context) error {
@@ -432,12 +419,25 @@ func TestAuthzMatrix(t *testing.T) {
 		row := rows[m]
 		summary[m] = map[string]string{}
 		t.Run(strings.TrimPrefix(m, "/gardenbloom.memory.v1."), func(t *testing.T) {
+			dirty := true // an earlier row's write may still be applying
 			for _, role := range matrixRoles {
+				allowed := slices.Contains(row.allow, role)
+				var before string
+				if !allowed {
+					if before = writeState(t, e.d); dirty {
+						before, dirty = settledState(t, e.d), false
+					}
+				} else {
+					dirty = true
+				}
 				err := row.call(e.as(t, role))
+				if !allowed {
+					require.Equal(t, before, writeState(t, e.d), "%s as %s: a denied call wrote something", m, role)
+				}
 				code := status.Code(err)
 				summary[m][role] = code.String()
 				msg := fmt.Sprintf("%s as %s: %v", m, role, err)
-				if slices.Contains(row.allow, role) {
+				if allowed {
 					require.True(t, code == codes.OK || slices.Contains(row.also, code), "%s: want allowed", msg)
 					continue
 				}

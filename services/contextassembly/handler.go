@@ -152,6 +152,11 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 	if len(req.GetIncludeFiles()) > maxListItems || len(req.GetExcludeFiles()) > maxListItems {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "includeFiles", fmt.Sprintf("at most %d include/exclude entries", maxListItems))
 	}
+	for field, list := range map[string][]string{"includeFiles": req.GetIncludeFiles(), "excludeFiles": req.GetExcludeFiles()} {
+		if err := checkFileNames(req.GetAgentId(), field, list); err != nil {
+			return nil, err
+		}
+	}
 	files, commit, err := h.at(ctx, req.GetAgentId(), req.GetAt())
 	if err != nil {
 		return nil, err
@@ -216,6 +221,24 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 		resp.Diffs = diffs
 	}
 	return resp, nil
+}
+
+// readFolders are the folders include/exclude lists may name ("runs/").
+var readFolders = []string{"runs/", "timeline/", "logic/", "diffs/"}
+
+// checkFileNames accepts only names of the agent's memory files (optionally
+// under diffs/, temporal mode's diffs) and the folders a read has.
+func checkFileNames(agent, field string, names []string) error {
+	for _, n := range names {
+		if slices.Contains(readFolders, n) {
+			continue
+		}
+		if _, err := memlayout.Resolve(agent, strings.TrimPrefix(n, "diffs/")); err != nil {
+			return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, field,
+				fmt.Sprintf("%s: %q is not a memory file (snapshot.md, facts.md, runs/run_<id>.md, …) or folder (%s)", field, apierr.Clip(n), strings.Join(readFolders, ", ")))
+		}
+	}
+	return nil
 }
 
 func metaMessage(agent string, m memlayout.Meta) *memoryv1.MemoryMeta {

@@ -56,11 +56,16 @@ func (h *handler) Propose(ctx context.Context, req *memoryv1.ProposeRequest) (*m
 // CommitSession whatever the policy says.
 func (h *handler) propose(ctx context.Context, req *memoryv1.ProposeRequest, staged bool) (*memoryv1.ProposeResponse, error) {
 	s := h.svc
-	updates, err := validateProposal(req, s.counter, s.cfg.MaxUpdates)
+	if !memlayout.ValidAgentID(req.GetAgentId()) {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId", "agentId must be a slug [a-z0-9][a-z0-9-]{0,63}")
+	}
+	// Who asks comes before what is asked: a caller without the right to
+	// write this agent learns nothing from validation.
+	claims, err := authz.RequireAgent(ctx, req.GetAgentId(), proposeRoles...)
 	if err != nil {
 		return nil, err
 	}
-	claims, err := authz.RequireAgent(ctx, req.GetAgentId(), proposeRoles...)
+	updates, err := validateProposal(req, s.counter, s.cfg.MaxUpdates)
 	if err != nil {
 		return nil, err
 	}

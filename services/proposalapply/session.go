@@ -21,12 +21,16 @@ import (
 // is Propose, onboard proposes an agent's skeleton.
 
 // ProcessSession validates and stores a proposal that waits for CommitSession.
-func (h *handler) ProcessSession(ctx context.Context, req *memoryv1.ProposeRequest) (*memoryv1.ProposeResponse, error) {
-	return h.propose(ctx, req, true)
+func (h *handler) ProcessSession(ctx context.Context, req *memoryv1.ProcessSessionRequest) (*memoryv1.ProcessSessionResponse, error) {
+	resp, err := h.propose(ctx, req.GetProposal(), true)
+	if err != nil {
+		return nil, err
+	}
+	return &memoryv1.ProcessSessionResponse{Proposal: resp}, nil
 }
 
 // CommitSession releases a staged proposal to the agent's policy.
-func (h *handler) CommitSession(ctx context.Context, req *memoryv1.CommitSessionRequest) (*memoryv1.ProposeResponse, error) {
+func (h *handler) CommitSession(ctx context.Context, req *memoryv1.CommitSessionRequest) (*memoryv1.CommitSessionResponse, error) {
 	s := h.svc
 	if !memlayout.ValidAgentID(req.GetAgentId()) {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId", "agentId must be a slug")
@@ -64,12 +68,12 @@ func (h *handler) CommitSession(ctx context.Context, req *memoryv1.CommitSession
 	if p.GetStatus() == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED {
 		s.engine.enqueue(p.GetAgentId(), p.GetProposalId())
 	}
-	return proposeResponse(p), nil
+	return &memoryv1.CommitSessionResponse{Proposal: proposeResponse(p)}, nil
 }
 
 // OnboardAgent proposes a new agent's skeleton: snapshot.md (given or a
 // template), facts.md and open_loops.md with their headings.
-func (h *handler) OnboardAgent(ctx context.Context, req *memoryv1.OnboardAgentRequest) (*memoryv1.ProposeResponse, error) {
+func (h *handler) OnboardAgent(ctx context.Context, req *memoryv1.OnboardAgentRequest) (*memoryv1.OnboardAgentResponse, error) {
 	s := h.svc
 	agent := req.GetAgentId()
 	snapshot := req.GetSnapshot()
@@ -117,5 +121,5 @@ func (h *handler) OnboardAgent(ctx context.Context, req *memoryv1.OnboardAgentRe
 	if err != nil {
 		return nil, h.internal(err, "storing the proposal")
 	}
-	return proposeResponse(rec.Proposal), nil
+	return &memoryv1.OnboardAgentResponse{Proposal: proposeResponse(rec.Proposal)}, nil
 }

@@ -16,7 +16,8 @@ func TestProcessAndCommitSession(t *testing.T) {
 	e := newEnv(t, autoApprove)
 	req := &memoryv1.ProposeRequest{AgentId: "sess", RunId: "r1", Reasoning: "session",
 		Updates: []*memoryv1.FileUpdate{appendFact("Notes", "- staged fact")}}
-	staged, err := e.client.ProcessSession(e.agent("sess"), req)
+	resp, err := e.client.ProcessSession(e.agent("sess"), &memoryv1.ProcessSessionRequest{Proposal: req})
+	staged := resp.GetProposal()
 	require.NoError(t, err)
 	require.Equal(t, memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, staged.GetStatus())
 	require.Equal(t, memoryv1.StatusReason_STATUS_REASON_STAGED, staged.GetProposal().GetReason())
@@ -28,8 +29,9 @@ func TestProcessAndCommitSession(t *testing.T) {
 	require.Equal(t, codes.NotFound, status.Code(err))
 	require.Equal(t, commits, e.commitCount(), "staged: nothing applied")
 
-	done, err := e.client.CommitSession(e.agent("sess"), &memoryv1.CommitSessionRequest{AgentId: "sess", ProposalId: staged.GetProposalId()})
+	commit, err := e.client.CommitSession(e.agent("sess"), &memoryv1.CommitSessionRequest{AgentId: "sess", ProposalId: staged.GetProposalId()})
 	require.NoError(t, err)
+	done := commit.GetProposal()
 	require.Equal(t, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED, done.GetStatus(), "the policy auto-approves")
 	e.waitApplied(staged.GetProposalId())
 	require.Contains(t, e.file("sess", memlayout.FactsFile), "- staged fact")
@@ -41,11 +43,13 @@ func TestProcessAndCommitSession(t *testing.T) {
 // Without auto-approve, a committed session waits for a reviewer.
 func TestCommitSessionFollowsThePolicy(t *testing.T) {
 	e := newEnv(t)
-	staged, err := e.client.ProcessSession(e.service(), &memoryv1.ProposeRequest{AgentId: "rev", RunId: "r1",
-		Updates: []*memoryv1.FileUpdate{appendFact("Notes", "- needs review")}})
+	resp, err := e.client.ProcessSession(e.service(), &memoryv1.ProcessSessionRequest{Proposal: &memoryv1.ProposeRequest{AgentId: "rev", RunId: "r1",
+		Updates: []*memoryv1.FileUpdate{appendFact("Notes", "- needs review")}}})
+	staged := resp.GetProposal()
 	require.NoError(t, err)
-	done, err := e.client.CommitSession(e.service(), &memoryv1.CommitSessionRequest{AgentId: "rev", ProposalId: staged.GetProposalId()})
+	commit, err := e.client.CommitSession(e.service(), &memoryv1.CommitSessionRequest{AgentId: "rev", ProposalId: staged.GetProposalId()})
 	require.NoError(t, err)
+	done := commit.GetProposal()
 	require.Equal(t, memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, done.GetStatus())
 	require.Equal(t, memoryv1.StatusReason_STATUS_REASON_AWAITING_REVIEW, done.GetProposal().GetReason())
 }
@@ -56,7 +60,7 @@ func TestOnboardCreatesTheSkeletonOnce(t *testing.T) {
 	require.Equal(t, codes.InvalidArgument, status.Code(err), "the snapshot is validated like any proposal")
 	resp, err := e.client.OnboardAgent(e.service(), &memoryv1.OnboardAgentRequest{AgentId: "new-agent"})
 	require.NoError(t, err)
-	e.waitApplied(resp.GetProposalId())
+	e.waitApplied(resp.GetProposal().GetProposalId())
 	require.Equal(t, "# Snapshot: new-agent\n\n## Role\n\n## Current focus\n", e.file("new-agent", memlayout.SnapshotFile))
 	require.Equal(t, "# Facts: new-agent\n", e.file("new-agent", memlayout.FactsFile))
 	require.Equal(t, "# Open Loops: new-agent\n", e.file("new-agent", memlayout.OpenLoopsFile))

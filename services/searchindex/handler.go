@@ -63,6 +63,9 @@ func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*mem
 		return nil, apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agent_id must be a slug", map[string]string{"field": "agent_id"})
 	case len(q.PathPrefix) > 512:
 		return nil, invalid("path_prefix", "path_prefix is too long")
+	case strings.HasPrefix(q.PathPrefix, "/") || strings.Contains(q.PathPrefix, "..") || strings.ContainsAny(q.PathPrefix, "\\\x00"):
+		return nil, apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH,
+			"path_prefix must be a repository path prefix such as memory/<agentId>/ (no '..', '/' at the start, backslash or NUL)", map[string]string{"field": "path_prefix"})
 	}
 	for _, k := range q.Kinds {
 		if !knownKinds[k] {

@@ -393,6 +393,13 @@ func objectsLocation(v string) string {
 	if err != nil {
 		return ""
 	}
+	if u.Scheme == "" { // the embedded default: a folder
+		abs, err := filepath.Abs(v)
+		if err != nil {
+			return ""
+		}
+		return (&url.URL{Scheme: "file", Path: abs}).String()
+	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return u.String()
 }

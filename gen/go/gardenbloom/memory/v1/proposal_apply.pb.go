@@ -126,6 +126,186 @@ func (x *ProposeRequest) GetIdempotencyKey() string {
 	return ""
 }
 
+// ProcessSessionRequest is a proposal to stage (REST: the ProposeRequest body).
+type ProcessSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Proposal      *ProposeRequest        `protobuf:"bytes,1,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessSessionRequest) Reset() {
+	*x = ProcessSessionRequest{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessSessionRequest) ProtoMessage() {}
+
+func (x *ProcessSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessSessionRequest.ProtoReflect.Descriptor instead.
+func (*ProcessSessionRequest) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ProcessSessionRequest) GetProposal() *ProposeRequest {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
+// ProcessSessionResponse is the staged proposal (REST: the ProposeResponse body).
+type ProcessSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Proposal      *ProposeResponse       `protobuf:"bytes,1,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessSessionResponse) Reset() {
+	*x = ProcessSessionResponse{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessSessionResponse) ProtoMessage() {}
+
+func (x *ProcessSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessSessionResponse.ProtoReflect.Descriptor instead.
+func (*ProcessSessionResponse) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ProcessSessionResponse) GetProposal() *ProposeResponse {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
+// CommitSessionResponse is the released proposal (REST: the ProposeResponse body).
+type CommitSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Proposal      *ProposeResponse       `protobuf:"bytes,1,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitSessionResponse) Reset() {
+	*x = CommitSessionResponse{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitSessionResponse) ProtoMessage() {}
+
+func (x *CommitSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitSessionResponse.ProtoReflect.Descriptor instead.
+func (*CommitSessionResponse) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CommitSessionResponse) GetProposal() *ProposeResponse {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
+// OnboardAgentResponse is the skeleton's proposal (REST: the ProposeResponse body).
+type OnboardAgentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Proposal      *ProposeResponse       `protobuf:"bytes,1,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OnboardAgentResponse) Reset() {
+	*x = OnboardAgentResponse{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OnboardAgentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OnboardAgentResponse) ProtoMessage() {}
+
+func (x *OnboardAgentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OnboardAgentResponse.ProtoReflect.Descriptor instead.
+func (*OnboardAgentResponse) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *OnboardAgentResponse) GetProposal() *ProposeResponse {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
 type CommitSessionRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
@@ -137,7 +317,7 @@ type CommitSessionRequest struct {
 
 func (x *CommitSessionRequest) Reset() {
 	*x = CommitSessionRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -149,7 +329,7 @@ func (x *CommitSessionRequest) String() string {
 func (*CommitSessionRequest) ProtoMessage() {}
 
 func (x *CommitSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -162,7 +342,7 @@ func (x *CommitSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitSessionRequest.ProtoReflect.Descriptor instead.
 func (*CommitSessionRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{1}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CommitSessionRequest) GetAgentId() string {
@@ -192,7 +372,7 @@ type OnboardAgentRequest struct {
 
 func (x *OnboardAgentRequest) Reset() {
 	*x = OnboardAgentRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -204,7 +384,7 @@ func (x *OnboardAgentRequest) String() string {
 func (*OnboardAgentRequest) ProtoMessage() {}
 
 func (x *OnboardAgentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -217,7 +397,7 @@ func (x *OnboardAgentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnboardAgentRequest.ProtoReflect.Descriptor instead.
 func (*OnboardAgentRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{2}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *OnboardAgentRequest) GetAgentId() string {
@@ -263,7 +443,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -275,7 +455,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -288,7 +468,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{3}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProposeResponse) GetProposalId() string {
@@ -342,7 +522,7 @@ type GetProposalRequest struct {
 
 func (x *GetProposalRequest) Reset() {
 	*x = GetProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +534,7 @@ func (x *GetProposalRequest) String() string {
 func (*GetProposalRequest) ProtoMessage() {}
 
 func (x *GetProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +547,7 @@ func (x *GetProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProposalRequest.ProtoReflect.Descriptor instead.
 func (*GetProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{4}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetProposalRequest) GetProposalId() string {
@@ -386,7 +566,7 @@ type GetProposalResponse struct {
 
 func (x *GetProposalResponse) Reset() {
 	*x = GetProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +578,7 @@ func (x *GetProposalResponse) String() string {
 func (*GetProposalResponse) ProtoMessage() {}
 
 func (x *GetProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +591,7 @@ func (x *GetProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProposalResponse.ProtoReflect.Descriptor instead.
 func (*GetProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{5}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetProposalResponse) GetProposal() *Proposal {
@@ -436,7 +616,7 @@ type ListProposalsRequest struct {
 
 func (x *ListProposalsRequest) Reset() {
 	*x = ListProposalsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -448,7 +628,7 @@ func (x *ListProposalsRequest) String() string {
 func (*ListProposalsRequest) ProtoMessage() {}
 
 func (x *ListProposalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -461,7 +641,7 @@ func (x *ListProposalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProposalsRequest.ProtoReflect.Descriptor instead.
 func (*ListProposalsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{6}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListProposalsRequest) GetAgentId() string {
@@ -502,7 +682,7 @@ type ListProposalsResponse struct {
 
 func (x *ListProposalsResponse) Reset() {
 	*x = ListProposalsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -514,7 +694,7 @@ func (x *ListProposalsResponse) String() string {
 func (*ListProposalsResponse) ProtoMessage() {}
 
 func (x *ListProposalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -527,7 +707,7 @@ func (x *ListProposalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProposalsResponse.ProtoReflect.Descriptor instead.
 func (*ListProposalsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{7}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListProposalsResponse) GetProposals() []*Proposal {
@@ -554,7 +734,7 @@ type ApproveProposalRequest struct {
 
 func (x *ApproveProposalRequest) Reset() {
 	*x = ApproveProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +746,7 @@ func (x *ApproveProposalRequest) String() string {
 func (*ApproveProposalRequest) ProtoMessage() {}
 
 func (x *ApproveProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +759,7 @@ func (x *ApproveProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveProposalRequest.ProtoReflect.Descriptor instead.
 func (*ApproveProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{8}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ApproveProposalRequest) GetProposalId() string {
@@ -605,7 +785,7 @@ type ApproveProposalResponse struct {
 
 func (x *ApproveProposalResponse) Reset() {
 	*x = ApproveProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -617,7 +797,7 @@ func (x *ApproveProposalResponse) String() string {
 func (*ApproveProposalResponse) ProtoMessage() {}
 
 func (x *ApproveProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -630,7 +810,7 @@ func (x *ApproveProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveProposalResponse.ProtoReflect.Descriptor instead.
 func (*ApproveProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{9}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApproveProposalResponse) GetProposal() *Proposal {
@@ -651,7 +831,7 @@ type RejectProposalRequest struct {
 
 func (x *RejectProposalRequest) Reset() {
 	*x = RejectProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -663,7 +843,7 @@ func (x *RejectProposalRequest) String() string {
 func (*RejectProposalRequest) ProtoMessage() {}
 
 func (x *RejectProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -676,7 +856,7 @@ func (x *RejectProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectProposalRequest.ProtoReflect.Descriptor instead.
 func (*RejectProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{10}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RejectProposalRequest) GetProposalId() string {
@@ -702,7 +882,7 @@ type RejectProposalResponse struct {
 
 func (x *RejectProposalResponse) Reset() {
 	*x = RejectProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +894,7 @@ func (x *RejectProposalResponse) String() string {
 func (*RejectProposalResponse) ProtoMessage() {}
 
 func (x *RejectProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +907,7 @@ func (x *RejectProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectProposalResponse.ProtoReflect.Descriptor instead.
 func (*RejectProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{11}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RejectProposalResponse) GetProposal() *Proposal {
@@ -747,7 +927,7 @@ type RetryProposalRequest struct {
 
 func (x *RetryProposalRequest) Reset() {
 	*x = RetryProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +939,7 @@ func (x *RetryProposalRequest) String() string {
 func (*RetryProposalRequest) ProtoMessage() {}
 
 func (x *RetryProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +952,7 @@ func (x *RetryProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryProposalRequest.ProtoReflect.Descriptor instead.
 func (*RetryProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{12}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RetryProposalRequest) GetProposalId() string {
@@ -798,7 +978,7 @@ type RetryProposalResponse struct {
 
 func (x *RetryProposalResponse) Reset() {
 	*x = RetryProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +990,7 @@ func (x *RetryProposalResponse) String() string {
 func (*RetryProposalResponse) ProtoMessage() {}
 
 func (x *RetryProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +1003,7 @@ func (x *RetryProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryProposalResponse.ProtoReflect.Descriptor instead.
 func (*RetryProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{13}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RetryProposalResponse) GetProposal() *Proposal {
@@ -842,7 +1022,7 @@ type GetAgentPolicyRequest struct {
 
 func (x *GetAgentPolicyRequest) Reset() {
 	*x = GetAgentPolicyRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -854,7 +1034,7 @@ func (x *GetAgentPolicyRequest) String() string {
 func (*GetAgentPolicyRequest) ProtoMessage() {}
 
 func (x *GetAgentPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,7 +1047,7 @@ func (x *GetAgentPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{14}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetAgentPolicyRequest) GetAgentId() string {
@@ -892,7 +1072,7 @@ type AgentPolicy struct {
 
 func (x *AgentPolicy) Reset() {
 	*x = AgentPolicy{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1084,7 @@ func (x *AgentPolicy) String() string {
 func (*AgentPolicy) ProtoMessage() {}
 
 func (x *AgentPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1097,7 @@ func (x *AgentPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentPolicy.ProtoReflect.Descriptor instead.
 func (*AgentPolicy) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{15}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AgentPolicy) GetAgentId() string {
@@ -952,7 +1132,7 @@ type GetAgentPolicyResponse struct {
 
 func (x *GetAgentPolicyResponse) Reset() {
 	*x = GetAgentPolicyResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +1144,7 @@ func (x *GetAgentPolicyResponse) String() string {
 func (*GetAgentPolicyResponse) ProtoMessage() {}
 
 func (x *GetAgentPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1157,7 @@ func (x *GetAgentPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{16}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetAgentPolicyResponse) GetPolicy() *AgentPolicy {
@@ -1009,7 +1189,7 @@ type CreateSnapshotRequest struct {
 
 func (x *CreateSnapshotRequest) Reset() {
 	*x = CreateSnapshotRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1201,7 @@ func (x *CreateSnapshotRequest) String() string {
 func (*CreateSnapshotRequest) ProtoMessage() {}
 
 func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1214,7 @@ func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{17}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateSnapshotRequest) GetAgentId() string {
@@ -1074,7 +1254,7 @@ type CreateSnapshotResponse struct {
 
 func (x *CreateSnapshotResponse) Reset() {
 	*x = CreateSnapshotResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1266,7 @@ func (x *CreateSnapshotResponse) String() string {
 func (*CreateSnapshotResponse) ProtoMessage() {}
 
 func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1279,7 @@ func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{18}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CreateSnapshotResponse) GetSnapshot() *Snapshot {
@@ -1120,7 +1300,7 @@ type ListSnapshotsRequest struct {
 
 func (x *ListSnapshotsRequest) Reset() {
 	*x = ListSnapshotsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1312,7 @@ func (x *ListSnapshotsRequest) String() string {
 func (*ListSnapshotsRequest) ProtoMessage() {}
 
 func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1325,7 @@ func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{19}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListSnapshotsRequest) GetAgentId() string {
@@ -1179,7 +1359,7 @@ type ListSnapshotsResponse struct {
 
 func (x *ListSnapshotsResponse) Reset() {
 	*x = ListSnapshotsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1371,7 @@ func (x *ListSnapshotsResponse) String() string {
 func (*ListSnapshotsResponse) ProtoMessage() {}
 
 func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1384,7 @@ func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{20}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListSnapshotsResponse) GetSnapshots() []*Snapshot {
@@ -1232,7 +1412,7 @@ type RestoreSnapshotRequest struct {
 
 func (x *RestoreSnapshotRequest) Reset() {
 	*x = RestoreSnapshotRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1424,7 @@ func (x *RestoreSnapshotRequest) String() string {
 func (*RestoreSnapshotRequest) ProtoMessage() {}
 
 func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1437,7 @@ func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{21}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RestoreSnapshotRequest) GetAgentId() string {
@@ -1291,7 +1471,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1483,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1496,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{22}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RestoreSnapshotResponse) GetProposal() *ProposeResponse {
@@ -1334,7 +1514,7 @@ type CreateBackupRequest struct {
 
 func (x *CreateBackupRequest) Reset() {
 	*x = CreateBackupRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1526,7 @@ func (x *CreateBackupRequest) String() string {
 func (*CreateBackupRequest) ProtoMessage() {}
 
 func (x *CreateBackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1539,7 @@ func (x *CreateBackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBackupRequest.ProtoReflect.Descriptor instead.
 func (*CreateBackupRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{23}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{27}
 }
 
 type CreateBackupResponse struct {
@@ -1375,7 +1555,7 @@ type CreateBackupResponse struct {
 
 func (x *CreateBackupResponse) Reset() {
 	*x = CreateBackupResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1567,7 @@ func (x *CreateBackupResponse) String() string {
 func (*CreateBackupResponse) ProtoMessage() {}
 
 func (x *CreateBackupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1580,7 @@ func (x *CreateBackupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBackupResponse.ProtoReflect.Descriptor instead.
 func (*CreateBackupResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{24}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateBackupResponse) GetStoredAt() string {
@@ -1441,7 +1621,7 @@ type RotateRunsRequest struct {
 
 func (x *RotateRunsRequest) Reset() {
 	*x = RotateRunsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1633,7 @@ func (x *RotateRunsRequest) String() string {
 func (*RotateRunsRequest) ProtoMessage() {}
 
 func (x *RotateRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1646,7 @@ func (x *RotateRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRunsRequest.ProtoReflect.Descriptor instead.
 func (*RotateRunsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{25}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RotateRunsRequest) GetAgentId() string {
@@ -1488,7 +1668,7 @@ type RotateRunsResponse struct {
 
 func (x *RotateRunsResponse) Reset() {
 	*x = RotateRunsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1680,7 @@ func (x *RotateRunsResponse) String() string {
 func (*RotateRunsResponse) ProtoMessage() {}
 
 func (x *RotateRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1693,7 @@ func (x *RotateRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRunsResponse.ProtoReflect.Descriptor instead.
 func (*RotateRunsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{26}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RotateRunsResponse) GetProposals() []*ProposeResponse {
@@ -1538,7 +1718,7 @@ type SyncRemoteRequest struct {
 
 func (x *SyncRemoteRequest) Reset() {
 	*x = SyncRemoteRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1730,7 @@ func (x *SyncRemoteRequest) String() string {
 func (*SyncRemoteRequest) ProtoMessage() {}
 
 func (x *SyncRemoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1743,7 @@ func (x *SyncRemoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRemoteRequest.ProtoReflect.Descriptor instead.
 func (*SyncRemoteRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{27}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{31}
 }
 
 type SyncRemoteResponse struct {
@@ -1577,7 +1757,7 @@ type SyncRemoteResponse struct {
 
 func (x *SyncRemoteResponse) Reset() {
 	*x = SyncRemoteResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1769,7 @@ func (x *SyncRemoteResponse) String() string {
 func (*SyncRemoteResponse) ProtoMessage() {}
 
 func (x *SyncRemoteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1782,7 @@ func (x *SyncRemoteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRemoteResponse.ProtoReflect.Descriptor instead.
 func (*SyncRemoteResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{28}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SyncRemoteResponse) GetRemote() string {
@@ -1638,7 +1818,7 @@ type FactUsage struct {
 
 func (x *FactUsage) Reset() {
 	*x = FactUsage{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1830,7 @@ func (x *FactUsage) String() string {
 func (*FactUsage) ProtoMessage() {}
 
 func (x *FactUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1843,7 @@ func (x *FactUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactUsage.ProtoReflect.Descriptor instead.
 func (*FactUsage) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{29}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *FactUsage) GetFactHash() string {
@@ -1690,7 +1870,7 @@ type ReportFactUsageRequest struct {
 
 func (x *ReportFactUsageRequest) Reset() {
 	*x = ReportFactUsageRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1882,7 @@ func (x *ReportFactUsageRequest) String() string {
 func (*ReportFactUsageRequest) ProtoMessage() {}
 
 func (x *ReportFactUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +1895,7 @@ func (x *ReportFactUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportFactUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportFactUsageRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{30}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReportFactUsageRequest) GetAgentId() string {
@@ -1741,7 +1921,7 @@ type ReportFactUsageResponse struct {
 
 func (x *ReportFactUsageResponse) Reset() {
 	*x = ReportFactUsageResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1753,7 +1933,7 @@ func (x *ReportFactUsageResponse) String() string {
 func (*ReportFactUsageResponse) ProtoMessage() {}
 
 func (x *ReportFactUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1766,7 +1946,7 @@ func (x *ReportFactUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportFactUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportFactUsageResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{31}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReportFactUsageResponse) GetAccepted() int32 {
@@ -1788,7 +1968,7 @@ type WatchCommitsRequest struct {
 
 func (x *WatchCommitsRequest) Reset() {
 	*x = WatchCommitsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +1980,7 @@ func (x *WatchCommitsRequest) String() string {
 func (*WatchCommitsRequest) ProtoMessage() {}
 
 func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1993,7 @@ func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsRequest.ProtoReflect.Descriptor instead.
 func (*WatchCommitsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{32}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WatchCommitsRequest) GetFromSha() string {
@@ -1839,7 +2019,7 @@ type WatchCommitsResponse struct {
 
 func (x *WatchCommitsResponse) Reset() {
 	*x = WatchCommitsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +2031,7 @@ func (x *WatchCommitsResponse) String() string {
 func (*WatchCommitsResponse) ProtoMessage() {}
 
 func (x *WatchCommitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +2044,7 @@ func (x *WatchCommitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsResponse.ProtoReflect.Descriptor instead.
 func (*WatchCommitsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{33}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchCommitsResponse) GetCommit() *CommitInfo {
@@ -1889,7 +2069,15 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\ventity_refs\x18\a \x03(\tR\n" +
 	"entityRefs\x12'\n" +
 	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKeyB\x13\n" +
-	"\x11_expected_version\"R\n" +
+	"\x11_expected_version\"Z\n" +
+	"\x15ProcessSessionRequest\x12A\n" +
+	"\bproposal\x18\x01 \x01(\v2%.gardenbloom.memory.v1.ProposeRequestR\bproposal\"\\\n" +
+	"\x16ProcessSessionResponse\x12B\n" +
+	"\bproposal\x18\x01 \x01(\v2&.gardenbloom.memory.v1.ProposeResponseR\bproposal\"[\n" +
+	"\x15CommitSessionResponse\x12B\n" +
+	"\bproposal\x18\x01 \x01(\v2&.gardenbloom.memory.v1.ProposeResponseR\bproposal\"Z\n" +
+	"\x14OnboardAgentResponse\x12B\n" +
+	"\bproposal\x18\x01 \x01(\v2&.gardenbloom.memory.v1.ProposeResponseR\bproposal\"R\n" +
 	"\x14CommitSessionRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -2004,12 +2192,12 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\bfrom_sha\x18\x01 \x01(\tR\afromSha\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\"Q\n" +
 	"\x14WatchCommitsResponse\x129\n" +
-	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xf0\x14\n" +
+	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xb7\x15\n" +
 	"\x14ProposalApplyService\x12\xc4\x01\n" +
-	"\aPropose\x12%.gardenbloom.memory.v1.ProposeRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"j\x82\xd3\xe4\x93\x02d:\x01*Z\x14:\x01*\"\x0f/memory/proposeZ-:\x01*\"(/v1/memory/{agent_id}/process-and-commit\"\x1a/memory/{agent_id}/propose\x12\x91\x01\n" +
-	"\x0eProcessSession\x12%.gardenbloom.memory.v1.ProposeRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/v1/memory/{agent_id}/process-session\x12\x95\x01\n" +
-	"\rCommitSession\x12+.gardenbloom.memory.v1.CommitSessionRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"/\x82\xd3\xe4\x93\x02):\x01*\"$/v1/memory/{agent_id}/commit-session\x12\x8c\x01\n" +
-	"\fOnboardAgent\x12*.gardenbloom.memory.v1.OnboardAgentRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/v1/memory/{agent_id}/onboard\x12\x89\x01\n" +
+	"\aPropose\x12%.gardenbloom.memory.v1.ProposeRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"j\x82\xd3\xe4\x93\x02d:\x01*Z\x14:\x01*\"\x0f/memory/proposeZ-:\x01*\"(/v1/memory/{agent_id}/process-and-commit\"\x1a/memory/{agent_id}/propose\x12\xb9\x01\n" +
+	"\x0eProcessSession\x12,.gardenbloom.memory.v1.ProcessSessionRequest\x1a-.gardenbloom.memory.v1.ProcessSessionResponse\"J\x82\xd3\xe4\x93\x02D:\bproposalb\bproposal\"./v1/memory/{proposal.agent_id}/process-session\x12\xa5\x01\n" +
+	"\rCommitSession\x12+.gardenbloom.memory.v1.CommitSessionRequest\x1a,.gardenbloom.memory.v1.CommitSessionResponse\"9\x82\xd3\xe4\x93\x023:\x01*b\bproposal\"$/v1/memory/{agent_id}/commit-session\x12\x9b\x01\n" +
+	"\fOnboardAgent\x12*.gardenbloom.memory.v1.OnboardAgentRequest\x1a+.gardenbloom.memory.v1.OnboardAgentResponse\"2\x82\xd3\xe4\x93\x02,:\x01*b\bproposal\"\x1d/v1/memory/{agent_id}/onboard\x12\x89\x01\n" +
 	"\vGetProposal\x12).gardenbloom.memory.v1.GetProposalRequest\x1a*.gardenbloom.memory.v1.GetProposalResponse\"#\x82\xd3\xe4\x93\x02\x1a\x12\x18/proposals/{proposal_id}\x90\x02\x01\x12\x81\x01\n" +
 	"\rListProposals\x12+.gardenbloom.memory.v1.ListProposalsRequest\x1a,.gardenbloom.memory.v1.ListProposalsResponse\"\x15\x82\xd3\xe4\x93\x02\f\x12\n" +
 	"/proposals\x90\x02\x01\x12\x9d\x01\n" +
@@ -2040,113 +2228,121 @@ func file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP() []byte {
 	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescData
 }
 
-var file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_gardenbloom_memory_v1_proposal_apply_proto_goTypes = []any{
 	(*ProposeRequest)(nil),          // 0: gardenbloom.memory.v1.ProposeRequest
-	(*CommitSessionRequest)(nil),    // 1: gardenbloom.memory.v1.CommitSessionRequest
-	(*OnboardAgentRequest)(nil),     // 2: gardenbloom.memory.v1.OnboardAgentRequest
-	(*ProposeResponse)(nil),         // 3: gardenbloom.memory.v1.ProposeResponse
-	(*GetProposalRequest)(nil),      // 4: gardenbloom.memory.v1.GetProposalRequest
-	(*GetProposalResponse)(nil),     // 5: gardenbloom.memory.v1.GetProposalResponse
-	(*ListProposalsRequest)(nil),    // 6: gardenbloom.memory.v1.ListProposalsRequest
-	(*ListProposalsResponse)(nil),   // 7: gardenbloom.memory.v1.ListProposalsResponse
-	(*ApproveProposalRequest)(nil),  // 8: gardenbloom.memory.v1.ApproveProposalRequest
-	(*ApproveProposalResponse)(nil), // 9: gardenbloom.memory.v1.ApproveProposalResponse
-	(*RejectProposalRequest)(nil),   // 10: gardenbloom.memory.v1.RejectProposalRequest
-	(*RejectProposalResponse)(nil),  // 11: gardenbloom.memory.v1.RejectProposalResponse
-	(*RetryProposalRequest)(nil),    // 12: gardenbloom.memory.v1.RetryProposalRequest
-	(*RetryProposalResponse)(nil),   // 13: gardenbloom.memory.v1.RetryProposalResponse
-	(*GetAgentPolicyRequest)(nil),   // 14: gardenbloom.memory.v1.GetAgentPolicyRequest
-	(*AgentPolicy)(nil),             // 15: gardenbloom.memory.v1.AgentPolicy
-	(*GetAgentPolicyResponse)(nil),  // 16: gardenbloom.memory.v1.GetAgentPolicyResponse
-	(*CreateSnapshotRequest)(nil),   // 17: gardenbloom.memory.v1.CreateSnapshotRequest
-	(*CreateSnapshotResponse)(nil),  // 18: gardenbloom.memory.v1.CreateSnapshotResponse
-	(*ListSnapshotsRequest)(nil),    // 19: gardenbloom.memory.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil),   // 20: gardenbloom.memory.v1.ListSnapshotsResponse
-	(*RestoreSnapshotRequest)(nil),  // 21: gardenbloom.memory.v1.RestoreSnapshotRequest
-	(*RestoreSnapshotResponse)(nil), // 22: gardenbloom.memory.v1.RestoreSnapshotResponse
-	(*CreateBackupRequest)(nil),     // 23: gardenbloom.memory.v1.CreateBackupRequest
-	(*CreateBackupResponse)(nil),    // 24: gardenbloom.memory.v1.CreateBackupResponse
-	(*RotateRunsRequest)(nil),       // 25: gardenbloom.memory.v1.RotateRunsRequest
-	(*RotateRunsResponse)(nil),      // 26: gardenbloom.memory.v1.RotateRunsResponse
-	(*SyncRemoteRequest)(nil),       // 27: gardenbloom.memory.v1.SyncRemoteRequest
-	(*SyncRemoteResponse)(nil),      // 28: gardenbloom.memory.v1.SyncRemoteResponse
-	(*FactUsage)(nil),               // 29: gardenbloom.memory.v1.FactUsage
-	(*ReportFactUsageRequest)(nil),  // 30: gardenbloom.memory.v1.ReportFactUsageRequest
-	(*ReportFactUsageResponse)(nil), // 31: gardenbloom.memory.v1.ReportFactUsageResponse
-	(*WatchCommitsRequest)(nil),     // 32: gardenbloom.memory.v1.WatchCommitsRequest
-	(*WatchCommitsResponse)(nil),    // 33: gardenbloom.memory.v1.WatchCommitsResponse
-	(*FileUpdate)(nil),              // 34: gardenbloom.memory.v1.FileUpdate
-	(Priority)(0),                   // 35: gardenbloom.memory.v1.Priority
-	(ProposalStatus)(0),             // 36: gardenbloom.memory.v1.ProposalStatus
-	(*timestamppb.Timestamp)(nil),   // 37: google.protobuf.Timestamp
-	(*Proposal)(nil),                // 38: gardenbloom.memory.v1.Proposal
-	(*Snapshot)(nil),                // 39: gardenbloom.memory.v1.Snapshot
-	(*CommitInfo)(nil),              // 40: gardenbloom.memory.v1.CommitInfo
+	(*ProcessSessionRequest)(nil),   // 1: gardenbloom.memory.v1.ProcessSessionRequest
+	(*ProcessSessionResponse)(nil),  // 2: gardenbloom.memory.v1.ProcessSessionResponse
+	(*CommitSessionResponse)(nil),   // 3: gardenbloom.memory.v1.CommitSessionResponse
+	(*OnboardAgentResponse)(nil),    // 4: gardenbloom.memory.v1.OnboardAgentResponse
+	(*CommitSessionRequest)(nil),    // 5: gardenbloom.memory.v1.CommitSessionRequest
+	(*OnboardAgentRequest)(nil),     // 6: gardenbloom.memory.v1.OnboardAgentRequest
+	(*ProposeResponse)(nil),         // 7: gardenbloom.memory.v1.ProposeResponse
+	(*GetProposalRequest)(nil),      // 8: gardenbloom.memory.v1.GetProposalRequest
+	(*GetProposalResponse)(nil),     // 9: gardenbloom.memory.v1.GetProposalResponse
+	(*ListProposalsRequest)(nil),    // 10: gardenbloom.memory.v1.ListProposalsRequest
+	(*ListProposalsResponse)(nil),   // 11: gardenbloom.memory.v1.ListProposalsResponse
+	(*ApproveProposalRequest)(nil),  // 12: gardenbloom.memory.v1.ApproveProposalRequest
+	(*ApproveProposalResponse)(nil), // 13: gardenbloom.memory.v1.ApproveProposalResponse
+	(*RejectProposalRequest)(nil),   // 14: gardenbloom.memory.v1.RejectProposalRequest
+	(*RejectProposalResponse)(nil),  // 15: gardenbloom.memory.v1.RejectProposalResponse
+	(*RetryProposalRequest)(nil),    // 16: gardenbloom.memory.v1.RetryProposalRequest
+	(*RetryProposalResponse)(nil),   // 17: gardenbloom.memory.v1.RetryProposalResponse
+	(*GetAgentPolicyRequest)(nil),   // 18: gardenbloom.memory.v1.GetAgentPolicyRequest
+	(*AgentPolicy)(nil),             // 19: gardenbloom.memory.v1.AgentPolicy
+	(*GetAgentPolicyResponse)(nil),  // 20: gardenbloom.memory.v1.GetAgentPolicyResponse
+	(*CreateSnapshotRequest)(nil),   // 21: gardenbloom.memory.v1.CreateSnapshotRequest
+	(*CreateSnapshotResponse)(nil),  // 22: gardenbloom.memory.v1.CreateSnapshotResponse
+	(*ListSnapshotsRequest)(nil),    // 23: gardenbloom.memory.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),   // 24: gardenbloom.memory.v1.ListSnapshotsResponse
+	(*RestoreSnapshotRequest)(nil),  // 25: gardenbloom.memory.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil), // 26: gardenbloom.memory.v1.RestoreSnapshotResponse
+	(*CreateBackupRequest)(nil),     // 27: gardenbloom.memory.v1.CreateBackupRequest
+	(*CreateBackupResponse)(nil),    // 28: gardenbloom.memory.v1.CreateBackupResponse
+	(*RotateRunsRequest)(nil),       // 29: gardenbloom.memory.v1.RotateRunsRequest
+	(*RotateRunsResponse)(nil),      // 30: gardenbloom.memory.v1.RotateRunsResponse
+	(*SyncRemoteRequest)(nil),       // 31: gardenbloom.memory.v1.SyncRemoteRequest
+	(*SyncRemoteResponse)(nil),      // 32: gardenbloom.memory.v1.SyncRemoteResponse
+	(*FactUsage)(nil),               // 33: gardenbloom.memory.v1.FactUsage
+	(*ReportFactUsageRequest)(nil),  // 34: gardenbloom.memory.v1.ReportFactUsageRequest
+	(*ReportFactUsageResponse)(nil), // 35: gardenbloom.memory.v1.ReportFactUsageResponse
+	(*WatchCommitsRequest)(nil),     // 36: gardenbloom.memory.v1.WatchCommitsRequest
+	(*WatchCommitsResponse)(nil),    // 37: gardenbloom.memory.v1.WatchCommitsResponse
+	(*FileUpdate)(nil),              // 38: gardenbloom.memory.v1.FileUpdate
+	(Priority)(0),                   // 39: gardenbloom.memory.v1.Priority
+	(ProposalStatus)(0),             // 40: gardenbloom.memory.v1.ProposalStatus
+	(*timestamppb.Timestamp)(nil),   // 41: google.protobuf.Timestamp
+	(*Proposal)(nil),                // 42: gardenbloom.memory.v1.Proposal
+	(*Snapshot)(nil),                // 43: gardenbloom.memory.v1.Snapshot
+	(*CommitInfo)(nil),              // 44: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_proposal_apply_proto_depIdxs = []int32{
-	34, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
-	35, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
-	36, // 2: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	37, // 3: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
-	38, // 4: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	38, // 5: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	36, // 6: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	38, // 7: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
-	38, // 8: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	38, // 9: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	38, // 10: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	15, // 11: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
-	39, // 12: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
-	39, // 13: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
-	3,  // 14: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	37, // 15: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
-	3,  // 16: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
-	37, // 17: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
-	37, // 18: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
-	29, // 19: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
-	40, // 20: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
-	0,  // 21: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
-	0,  // 22: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProposeRequest
-	1,  // 23: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
-	2,  // 24: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
-	4,  // 25: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
-	6,  // 26: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
-	8,  // 27: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
-	10, // 28: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
-	12, // 29: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
-	14, // 30: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
-	17, // 31: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
-	19, // 32: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
-	21, // 33: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
-	23, // 34: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
-	25, // 35: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
-	27, // 36: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
-	30, // 37: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
-	32, // 38: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
-	3,  // 39: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
-	3,  // 40: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProposeResponse
-	3,  // 41: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.ProposeResponse
-	3,  // 42: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.ProposeResponse
-	5,  // 43: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
-	7,  // 44: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
-	9,  // 45: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
-	11, // 46: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
-	13, // 47: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
-	16, // 48: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
-	18, // 49: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
-	20, // 50: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
-	22, // 51: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
-	24, // 52: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
-	26, // 53: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
-	28, // 54: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
-	31, // 55: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
-	33, // 56: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
-	39, // [39:57] is the sub-list for method output_type
-	21, // [21:39] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	38, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
+	39, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
+	0,  // 2: gardenbloom.memory.v1.ProcessSessionRequest.proposal:type_name -> gardenbloom.memory.v1.ProposeRequest
+	7,  // 3: gardenbloom.memory.v1.ProcessSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	7,  // 4: gardenbloom.memory.v1.CommitSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	7,  // 5: gardenbloom.memory.v1.OnboardAgentResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	40, // 6: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	41, // 7: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
+	42, // 8: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	42, // 9: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	40, // 10: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	42, // 11: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
+	42, // 12: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	42, // 13: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	42, // 14: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	19, // 15: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
+	43, // 16: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
+	43, // 17: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
+	7,  // 18: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	41, // 19: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 20: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
+	41, // 21: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
+	41, // 22: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
+	33, // 23: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
+	44, // 24: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
+	0,  // 25: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
+	1,  // 26: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProcessSessionRequest
+	5,  // 27: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
+	6,  // 28: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
+	8,  // 29: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
+	10, // 30: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
+	12, // 31: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
+	14, // 32: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
+	16, // 33: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
+	18, // 34: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
+	21, // 35: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
+	23, // 36: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
+	25, // 37: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
+	27, // 38: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
+	29, // 39: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
+	31, // 40: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
+	34, // 41: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
+	36, // 42: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
+	7,  // 43: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
+	2,  // 44: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProcessSessionResponse
+	3,  // 45: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.CommitSessionResponse
+	4,  // 46: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.OnboardAgentResponse
+	9,  // 47: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
+	11, // 48: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
+	13, // 49: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
+	15, // 50: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
+	17, // 51: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
+	20, // 52: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
+	22, // 53: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
+	24, // 54: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
+	26, // 55: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
+	28, // 56: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
+	30, // 57: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
+	32, // 58: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
+	35, // 59: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
+	37, // 60: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
+	43, // [43:61] is the sub-list for method output_type
+	25, // [25:43] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_proposal_apply_proto_init() }
@@ -2162,7 +2358,7 @@ func file_gardenbloom_memory_v1_proposal_apply_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc), len(file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

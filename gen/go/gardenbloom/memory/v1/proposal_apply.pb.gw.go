@@ -154,20 +154,20 @@ func local_request_ProposalApplyService_Propose_2(ctx context.Context, marshaler
 
 func request_ProposalApplyService_ProcessSession_0(ctx context.Context, marshaler runtime.Marshaler, client ProposalApplyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ProposeRequest
+		protoReq ProcessSessionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
-	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Proposal); err != nil && !errors.Is(err, io.EOF) {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
-	val, ok := pathParams["agent_id"]
+	val, ok := pathParams["proposal.agent_id"]
 	if !ok {
-		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "agent_id")
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "proposal.agent_id")
 	}
-	protoReq.AgentId, err = runtime.String(val)
+	err = runtime.PopulateFieldFromPath(&protoReq, "proposal.agent_id", val)
 	if err != nil {
-		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "agent_id", err)
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "proposal.agent_id", err)
 	}
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
@@ -178,20 +178,20 @@ func request_ProposalApplyService_ProcessSession_0(ctx context.Context, marshale
 
 func local_request_ProposalApplyService_ProcessSession_0(ctx context.Context, marshaler runtime.Marshaler, server ProposalApplyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ProposeRequest
+		protoReq ProcessSessionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
-	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Proposal); err != nil && !errors.Is(err, io.EOF) {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
-	val, ok := pathParams["agent_id"]
+	val, ok := pathParams["proposal.agent_id"]
 	if !ok {
-		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "agent_id")
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "proposal.agent_id")
 	}
-	protoReq.AgentId, err = runtime.String(val)
+	err = runtime.PopulateFieldFromPath(&protoReq, "proposal.agent_id", val)
 	if err != nil {
-		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "agent_id", err)
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "proposal.agent_id", err)
 	}
 	msg, err := server.ProcessSession(ctx, &protoReq)
 	return msg, metadata, err
@@ -874,7 +874,7 @@ func RegisterProposalApplyServiceHandlerServer(ctx context.Context, mux *runtime
 		var stream runtime.ServerTransportStream
 		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/gardenbloom.memory.v1.ProposalApplyService/ProcessSession", runtime.WithHTTPPathPattern("/v1/memory/{agent_id}/process-session"))
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/gardenbloom.memory.v1.ProposalApplyService/ProcessSession", runtime.WithHTTPPathPattern("/v1/memory/{proposal.agent_id}/process-session"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -886,7 +886,7 @@ func RegisterProposalApplyServiceHandlerServer(ctx context.Context, mux *runtime
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_ProposalApplyService_ProcessSession_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_ProposalApplyService_ProcessSession_0(annotatedContext, mux, outboundMarshaler, w, req, response_ProposalApplyService_ProcessSession_0{resp.(*ProcessSessionResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodPost, pattern_ProposalApplyService_CommitSession_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -906,7 +906,7 @@ func RegisterProposalApplyServiceHandlerServer(ctx context.Context, mux *runtime
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_ProposalApplyService_CommitSession_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_ProposalApplyService_CommitSession_0(annotatedContext, mux, outboundMarshaler, w, req, response_ProposalApplyService_CommitSession_0{resp.(*CommitSessionResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodPost, pattern_ProposalApplyService_OnboardAgent_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -926,7 +926,7 @@ func RegisterProposalApplyServiceHandlerServer(ctx context.Context, mux *runtime
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_ProposalApplyService_OnboardAgent_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_ProposalApplyService_OnboardAgent_0(annotatedContext, mux, outboundMarshaler, w, req, response_ProposalApplyService_OnboardAgent_0{resp.(*OnboardAgentResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodGet, pattern_ProposalApplyService_GetProposal_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -1283,7 +1283,7 @@ func RegisterProposalApplyServiceHandlerClient(ctx context.Context, mux *runtime
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
 		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
-		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/gardenbloom.memory.v1.ProposalApplyService/ProcessSession", runtime.WithHTTPPathPattern("/v1/memory/{agent_id}/process-session"))
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/gardenbloom.memory.v1.ProposalApplyService/ProcessSession", runtime.WithHTTPPathPattern("/v1/memory/{proposal.agent_id}/process-session"))
 		if err != nil {
 			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
 			return
@@ -1294,7 +1294,7 @@ func RegisterProposalApplyServiceHandlerClient(ctx context.Context, mux *runtime
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_ProposalApplyService_ProcessSession_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_ProposalApplyService_ProcessSession_0(annotatedContext, mux, outboundMarshaler, w, req, response_ProposalApplyService_ProcessSession_0{resp.(*ProcessSessionResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodPost, pattern_ProposalApplyService_CommitSession_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -1311,7 +1311,7 @@ func RegisterProposalApplyServiceHandlerClient(ctx context.Context, mux *runtime
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_ProposalApplyService_CommitSession_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_ProposalApplyService_CommitSession_0(annotatedContext, mux, outboundMarshaler, w, req, response_ProposalApplyService_CommitSession_0{resp.(*CommitSessionResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodPost, pattern_ProposalApplyService_OnboardAgent_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -1328,7 +1328,7 @@ func RegisterProposalApplyServiceHandlerClient(ctx context.Context, mux *runtime
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_ProposalApplyService_OnboardAgent_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_ProposalApplyService_OnboardAgent_0(annotatedContext, mux, outboundMarshaler, w, req, response_ProposalApplyService_OnboardAgent_0{resp.(*OnboardAgentResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodGet, pattern_ProposalApplyService_GetProposal_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -1554,11 +1554,38 @@ func RegisterProposalApplyServiceHandlerClient(ctx context.Context, mux *runtime
 	return nil
 }
 
+type response_ProposalApplyService_ProcessSession_0 struct {
+	*ProcessSessionResponse
+}
+
+func (m response_ProposalApplyService_ProcessSession_0) XXX_ResponseBody() interface{} {
+	response := m.ProcessSessionResponse
+	return response.Proposal
+}
+
+type response_ProposalApplyService_CommitSession_0 struct {
+	*CommitSessionResponse
+}
+
+func (m response_ProposalApplyService_CommitSession_0) XXX_ResponseBody() interface{} {
+	response := m.CommitSessionResponse
+	return response.Proposal
+}
+
+type response_ProposalApplyService_OnboardAgent_0 struct {
+	*OnboardAgentResponse
+}
+
+func (m response_ProposalApplyService_OnboardAgent_0) XXX_ResponseBody() interface{} {
+	response := m.OnboardAgentResponse
+	return response.Proposal
+}
+
 var (
 	pattern_ProposalApplyService_Propose_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 1, 0, 4, 1, 5, 1, 2, 2}, []string{"memory", "agent_id", "propose"}, ""))
 	pattern_ProposalApplyService_Propose_1         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"memory", "propose"}, ""))
 	pattern_ProposalApplyService_Propose_2         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "memory", "agent_id", "process-and-commit"}, ""))
-	pattern_ProposalApplyService_ProcessSession_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "memory", "agent_id", "process-session"}, ""))
+	pattern_ProposalApplyService_ProcessSession_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "memory", "proposal.agent_id", "process-session"}, ""))
 	pattern_ProposalApplyService_CommitSession_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "memory", "agent_id", "commit-session"}, ""))
 	pattern_ProposalApplyService_OnboardAgent_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "memory", "agent_id", "onboard"}, ""))
 	pattern_ProposalApplyService_GetProposal_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 1, 0, 4, 1, 5, 1}, []string{"proposals", "proposal_id"}, ""))

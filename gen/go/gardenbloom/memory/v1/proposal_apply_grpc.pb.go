@@ -52,15 +52,15 @@ type ProposalApplyServiceClient interface {
 	Propose(ctx context.Context, in *ProposeRequest, opts ...grpc.CallOption) (*ProposeResponse, error)
 	// Stage a proposal (DiffMem process-session): validated and stored like
 	// Propose, but held until CommitSession, whatever the policy says.
-	ProcessSession(ctx context.Context, in *ProposeRequest, opts ...grpc.CallOption) (*ProposeResponse, error)
+	ProcessSession(ctx context.Context, in *ProcessSessionRequest, opts ...grpc.CallOption) (*ProcessSessionResponse, error)
 	// Release a staged proposal (DiffMem commit-session) to the agent's policy:
 	// auto-approved and applied when the policy allows, else it waits for a
 	// reviewer like any other proposal.
-	CommitSession(ctx context.Context, in *CommitSessionRequest, opts ...grpc.CallOption) (*ProposeResponse, error)
+	CommitSession(ctx context.Context, in *CommitSessionRequest, opts ...grpc.CallOption) (*CommitSessionResponse, error)
 	// Create an agent's memory skeleton (snapshot.md, facts.md,
 	// open_loops.md) through a proposal (DiffMem onboard). An agent that
 	// already has memory is AlreadyExists.
-	OnboardAgent(ctx context.Context, in *OnboardAgentRequest, opts ...grpc.CallOption) (*ProposeResponse, error)
+	OnboardAgent(ctx context.Context, in *OnboardAgentRequest, opts ...grpc.CallOption) (*OnboardAgentResponse, error)
 	// Get one proposal.
 	GetProposal(ctx context.Context, in *GetProposalRequest, opts ...grpc.CallOption) (*GetProposalResponse, error)
 	// List proposals by agent and status, newest first.
@@ -114,9 +114,9 @@ func (c *proposalApplyServiceClient) Propose(ctx context.Context, in *ProposeReq
 	return out, nil
 }
 
-func (c *proposalApplyServiceClient) ProcessSession(ctx context.Context, in *ProposeRequest, opts ...grpc.CallOption) (*ProposeResponse, error) {
+func (c *proposalApplyServiceClient) ProcessSession(ctx context.Context, in *ProcessSessionRequest, opts ...grpc.CallOption) (*ProcessSessionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ProposeResponse)
+	out := new(ProcessSessionResponse)
 	err := c.cc.Invoke(ctx, ProposalApplyService_ProcessSession_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -124,9 +124,9 @@ func (c *proposalApplyServiceClient) ProcessSession(ctx context.Context, in *Pro
 	return out, nil
 }
 
-func (c *proposalApplyServiceClient) CommitSession(ctx context.Context, in *CommitSessionRequest, opts ...grpc.CallOption) (*ProposeResponse, error) {
+func (c *proposalApplyServiceClient) CommitSession(ctx context.Context, in *CommitSessionRequest, opts ...grpc.CallOption) (*CommitSessionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ProposeResponse)
+	out := new(CommitSessionResponse)
 	err := c.cc.Invoke(ctx, ProposalApplyService_CommitSession_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -134,9 +134,9 @@ func (c *proposalApplyServiceClient) CommitSession(ctx context.Context, in *Comm
 	return out, nil
 }
 
-func (c *proposalApplyServiceClient) OnboardAgent(ctx context.Context, in *OnboardAgentRequest, opts ...grpc.CallOption) (*ProposeResponse, error) {
+func (c *proposalApplyServiceClient) OnboardAgent(ctx context.Context, in *OnboardAgentRequest, opts ...grpc.CallOption) (*OnboardAgentResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ProposeResponse)
+	out := new(OnboardAgentResponse)
 	err := c.cc.Invoke(ctx, ProposalApplyService_OnboardAgent_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -306,15 +306,15 @@ type ProposalApplyServiceServer interface {
 	Propose(context.Context, *ProposeRequest) (*ProposeResponse, error)
 	// Stage a proposal (DiffMem process-session): validated and stored like
 	// Propose, but held until CommitSession, whatever the policy says.
-	ProcessSession(context.Context, *ProposeRequest) (*ProposeResponse, error)
+	ProcessSession(context.Context, *ProcessSessionRequest) (*ProcessSessionResponse, error)
 	// Release a staged proposal (DiffMem commit-session) to the agent's policy:
 	// auto-approved and applied when the policy allows, else it waits for a
 	// reviewer like any other proposal.
-	CommitSession(context.Context, *CommitSessionRequest) (*ProposeResponse, error)
+	CommitSession(context.Context, *CommitSessionRequest) (*CommitSessionResponse, error)
 	// Create an agent's memory skeleton (snapshot.md, facts.md,
 	// open_loops.md) through a proposal (DiffMem onboard). An agent that
 	// already has memory is AlreadyExists.
-	OnboardAgent(context.Context, *OnboardAgentRequest) (*ProposeResponse, error)
+	OnboardAgent(context.Context, *OnboardAgentRequest) (*OnboardAgentResponse, error)
 	// Get one proposal.
 	GetProposal(context.Context, *GetProposalRequest) (*GetProposalResponse, error)
 	// List proposals by agent and status, newest first.
@@ -361,13 +361,13 @@ type UnimplementedProposalApplyServiceServer struct{}
 func (UnimplementedProposalApplyServiceServer) Propose(context.Context, *ProposeRequest) (*ProposeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Propose not implemented")
 }
-func (UnimplementedProposalApplyServiceServer) ProcessSession(context.Context, *ProposeRequest) (*ProposeResponse, error) {
+func (UnimplementedProposalApplyServiceServer) ProcessSession(context.Context, *ProcessSessionRequest) (*ProcessSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ProcessSession not implemented")
 }
-func (UnimplementedProposalApplyServiceServer) CommitSession(context.Context, *CommitSessionRequest) (*ProposeResponse, error) {
+func (UnimplementedProposalApplyServiceServer) CommitSession(context.Context, *CommitSessionRequest) (*CommitSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CommitSession not implemented")
 }
-func (UnimplementedProposalApplyServiceServer) OnboardAgent(context.Context, *OnboardAgentRequest) (*ProposeResponse, error) {
+func (UnimplementedProposalApplyServiceServer) OnboardAgent(context.Context, *OnboardAgentRequest) (*OnboardAgentResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method OnboardAgent not implemented")
 }
 func (UnimplementedProposalApplyServiceServer) GetProposal(context.Context, *GetProposalRequest) (*GetProposalResponse, error) {
@@ -452,7 +452,7 @@ func _ProposalApplyService_Propose_Handler(srv interface{}, ctx context.Context,
 }
 
 func _ProposalApplyService_ProcessSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ProposeRequest)
+	in := new(ProcessSessionRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -464,7 +464,7 @@ func _ProposalApplyService_ProcessSession_Handler(srv interface{}, ctx context.C
 		FullMethod: ProposalApplyService_ProcessSession_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ProposalApplyServiceServer).ProcessSession(ctx, req.(*ProposeRequest))
+		return srv.(ProposalApplyServiceServer).ProcessSession(ctx, req.(*ProcessSessionRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
