@@ -51,6 +51,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	blobtest.StopShared()
 	_ = os.RemoveAll(dir)
 	if readBenchEnv != nil {
 		_ = os.RemoveAll(readBenchEnv.dir)

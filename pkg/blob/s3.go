@@ -25,7 +25,8 @@ type S3 struct {
 }
 
 // NewS3 opens s3://bucket[/prefix]?endpoint=host:port&secure=false&region=…
-// with credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (lookupEnv;
+// with credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or the
+// files AWS_ACCESS_KEY_ID_FILE / AWS_SECRET_ACCESS_KEY_FILE name (lookupEnv;
 // never from the URL, so they never reach logs or /status/config).
 func NewS3(ctx context.Context, rawURL string, lookupEnv func(string) (string, bool)) (*S3, error) {
 	u, err := url.Parse(rawURL)
@@ -41,8 +42,14 @@ func NewS3(ctx context.Context, rawURL string, lookupEnv func(string) (string, b
 		endpoint = "s3.amazonaws.com"
 	}
 	secure := q.Get("secure") != "false"
-	access, _ := lookupEnv("AWS_ACCESS_KEY_ID")
-	secret, _ := lookupEnv("AWS_SECRET_ACCESS_KEY")
+	access, err := credential(lookupEnv, "AWS_ACCESS_KEY_ID")
+	if err != nil {
+		return nil, err
+	}
+	secret, err := credential(lookupEnv, "AWS_SECRET_ACCESS_KEY")
+	if err != nil {
+		return nil, err
+	}
 	client, err := minio.New(endpoint, &minio.Options{
 		Creds:  credentials.NewStaticV4(access, secret, ""),
 		Secure: secure,
@@ -96,6 +103,23 @@ func (s *S3) info(key string, o minio.ObjectInfo) Info {
 		ct = DefaultContentType
 	}
 	return Info{Key: key, Size: o.Size, ETag: strings.Trim(o.ETag, `"`), ModTime: o.LastModified, ContentType: ct}
+}
+
+// credential reads name from the environment, or from the file that
+// name+"_FILE" points at (a mounted Secret), trimmed.
+func credential(lookupEnv func(string) (string, bool), name string) (string, error) {
+	if v, ok := lookupEnv(name); ok && v != "" {
+		return v, nil
+	}
+	path, ok := lookupEnv(name + "_FILE")
+	if !ok || path == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("blob: %s_FILE: %w", name, err)
+	}
+	return strings.TrimSpace(string(data)), nil
 }
 
 // s3Code is the S3 error code of err, wrapped or not ("" for other errors).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,6 +29,27 @@ func TestS3StoreAgainstMinIO(t *testing.T) {
 		require.NoError(t, err)
 		return s
 	})
+}
+
+// Credentials may come from files (a mounted Secret) instead of the environment.
+func TestS3CredentialsFromFiles(t *testing.T) {
+	endpoint := blobtest.StartMinIO(t)
+	dir := t.TempDir()
+	env := map[string]string{}
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		v, _ := blobtest.MinIOEnv(k)
+		env[k+"_FILE"] = filepath.Join(dir, k)
+		require.NoError(t, os.WriteFile(env[k+"_FILE"], []byte(v+"\n"), 0o600))
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	s, err := blob.NewS3(context.Background(), "s3://"+bucketName()+"?endpoint="+endpoint+"&secure=false", lookup)
+	require.NoError(t, err)
+	_, err = blob.PutBytes(context.Background(), s, "k", []byte("v"), blob.PutOptions{})
+	require.NoError(t, err)
+
+	env["AWS_ACCESS_KEY_ID_FILE"] = filepath.Join(dir, "missing")
+	_, err = blob.NewS3(context.Background(), "s3://"+bucketName()+"?endpoint="+endpoint+"&secure=false", lookup)
+	require.ErrorContains(t, err, "AWS_ACCESS_KEY_ID_FILE")
 }
 
 func TestS3BadCredentials(t *testing.T) {

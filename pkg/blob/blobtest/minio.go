@@ -20,6 +20,7 @@ import (
 var (
 	minioOnce     sync.Once
 	minioEndpoint string
+	shared        *MinIO
 	minioErr      string
 )
 
@@ -129,14 +130,24 @@ func StartMinIO(t testing.TB) string {
 		m := &MinIO{Addr: freePort(t), console: freePort(t), bin: bin, dir: dir}
 		if err := m.Start(); err != nil {
 			minioErr = err.Error()
+			_ = os.RemoveAll(dir)
 			return
 		}
-		minioEndpoint = m.Addr
+		minioEndpoint, shared = m.Addr, m
 	})
 	if minioEndpoint == "" {
 		skipOrFail(t, minioErr)
 	}
 	return minioEndpoint
+}
+
+// StopShared stops the shared server and removes its data; call it from
+// TestMain after m.Run.
+func StopShared() {
+	if shared != nil {
+		shared.Stop()
+		_ = os.RemoveAll(shared.dir)
+	}
 }
 
 // MinIOEnv answers AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY for the test
