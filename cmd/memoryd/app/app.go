@@ -418,6 +418,7 @@ func (a *App) setupHTTP(ctx context.Context, verifier *auth.Verifier) error {
 	mux.Handle("GET /health", healthcheck.Handler(targets, 2*time.Second))
 	mux.Handle("GET /metrics", a.tel.MetricsHandler())
 	mux.HandleFunc("GET /status/config", a.serveConfig)
+	mux.Handle(pprofPath, pprofHandler(verifier))
 	if a.proposalApply != nil {
 		// Read planes that may not reach the git remote follow the
 		// canonical repository here (--repo-mirror-url).
