@@ -50,7 +50,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.WatchPoll, "watch-poll", 500*time.Millisecond, "how often the commit stream checks main for commits made with plain git")
 	fs.IntVar(&c.MaxUpdates, "max-updates", 50, "most updates one proposal may carry")
 	fs.DurationVar(&c.RunRetention, "run-retention", 90*24*time.Hour, "run files unchanged this long move to memory-archive/<agent>/runs/<yyyy>/<mm>/ in the object store")
-	fs.DurationVar(&c.RotateEvery, "rotate-runs-every", 24*time.Hour, "how often run rotation runs (first a minute after start; 0 = only on demand via RotateRuns)")
+	fs.DurationVar(&c.RotateEvery, "rotate-runs-every", 24*time.Hour, "how often run rotation runs (first ten minutes after start; 0 = only on demand via RotateRuns)")
 	fs.DurationVar(&c.BackupEvery, "backup-every", 0, "write a git bundle of the monorepo to git-backup/ in the object store this often (0 = only on demand)")
 }
 

@@ -10,15 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
-
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/memlayout"
-	"github.com/garden-bloom/memory/pkg/memrepo"
 )
 
 // Run rotation (spec DiffMem §3.2, §12): run files whose last change is older
@@ -60,7 +56,7 @@ func (s *Service) rotateRuns(ctx context.Context, agent string) (*memoryv1.Rotat
 	if len(pending) == 0 {
 		return resp, nil
 	}
-	changed, err := s.lastChanged(ctx, head, pending)
+	changed, err := s.repo.LastChanged(ctx, head, dir+"/", pending)
 	if err != nil {
 		return nil, err
 	}
@@ -107,28 +103,6 @@ func (s *Service) rotateRuns(ctx context.Context, agent string) (*memoryv1.Rotat
 	return resp, nil
 }
 
-// lastChanged finds, walking main's history from head, when each of the
-// paths last changed. The walk stops as soon as every path is found.
-func (s *Service) lastChanged(ctx context.Context, head plumbing.Hash, paths map[string]bool) (map[string]time.Time, error) {
-	out := make(map[string]time.Time, len(paths))
-	err := s.repo.Walk(ctx, head, func(c *object.Commit) error {
-		files, err := s.repo.ChangedFiles(ctx, c.Hash)
-		if err != nil {
-			return err
-		}
-		for _, f := range files {
-			if _, seen := out[f]; paths[f] && !seen {
-				out[f] = c.Committer.When
-			}
-		}
-		if len(out) == len(paths) {
-			return memrepo.ErrStopWalk
-		}
-		return nil
-	})
-	return out, err
-}
-
 func retentionText(d time.Duration) string {
 	if d%(24*time.Hour) == 0 {
 		return fmt.Sprintf("%d days", d/(24*time.Hour))
@@ -136,9 +110,11 @@ func retentionText(d time.Duration) string {
 	return d.String()
 }
 
-// rotationLoop rotates runs a minute after start, then every interval.
+// rotationLoop rotates runs ten minutes after start (off the cold-start
+// path: on a long history the log scan costs seconds of CPU), then every
+// interval.
 func (s *Service) rotationLoop(ctx context.Context, every time.Duration) {
-	wait := min(time.Minute, every)
+	wait := min(10*time.Minute, every)
 	for {
 		select {
 		case <-ctx.Done():
