@@ -25,7 +25,8 @@ func seedAgents(t testing.TB, r *Repo, agents int) {
 }
 
 // BenchmarkCommit measures one proposal-sized commit (a single facts.md
-// rewrite) on a repository of 100 agents × 5 files, including every fsync.
+// rewrite) on a repository of 100 agents × 5 files, including every fsync
+// and the pack merging a continuous writer does between commits.
 // Run with: go test -run '^$' -bench BenchmarkCommit ./pkg/memrepo/
 func BenchmarkCommit(b *testing.B) {
 	ctx := context.Background()
@@ -44,12 +45,50 @@ func BenchmarkCommit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if err := r.CompactPacks(ctx); err != nil {
+			b.Fatal(err)
+		}
 		parent = h
 		i++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 	b.StopTimer()
 	require.Equal(b, fmt.Sprint(2+i)+"\n", mustGit(b, r.Path(), "rev-list", "--count", "main"))
+}
+
+// BenchmarkCommitChain is BenchmarkCommit with group commit: chains of 32
+// such commits (different agents), one pack and one ref update each.
+func BenchmarkCommitChain(b *testing.B) {
+	const chain = 32
+	ctx := context.Background()
+	r := newTestRepo(b)
+	seedAgents(b, r, 100)
+	parent := head(b, r)
+	body := strings.Repeat("- a durable fact the agent relies on\n", 50)
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		reqs := make([]CommitRequest, chain)
+		for k := range reqs {
+			reqs[k] = CommitRequest{
+				Changes: []Change{put(fmt.Sprintf("memory/agent-%d/facts.md", i%100), fmt.Sprintf("# Facts %d\n%s", i, body))},
+				Message: fmt.Sprintf("memory-update: agent-%d / run_%d / proposal_%d", i%100, i, i),
+			}
+			i++
+		}
+		hs, err := r.CommitChain(ctx, parent, reqs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.CompactPacks(ctx); err != nil {
+			b.Fatal(err)
+		}
+		parent = hs[len(hs)-1]
+	}
+	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "commits/s")
+	b.StopTimer()
+	require.Equal(b, fmt.Sprint(2+i)+"\n", mustGit(b, r.Path(), "rev-list", "--count", "main"))
+	requireFsckClean(b, r.Path())
 }
 
 // BenchmarkReadFile measures reading one Layer-1 file at head, resolving
@@ -85,7 +124,7 @@ func BenchmarkCommitBuild(b *testing.B) {
 	i := 0
 	b.ReportAllocs()
 	for b.Loop() {
-		tb, err := newTreeBuilder(r.objs, parent.TreeHash)
+		tb, err := newTreeBuilder(r.objs, newObjectSet(), parent.TreeHash)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -23,7 +23,9 @@ const crashRepoEnv = "MEMREPO_CRASH_HELPER_REPO"
 
 // TestHelperProcessCommitLoop is not a real test: run by TestCrashSafety in
 // a child process, it commits random changes as fast as it can until it is
-// killed. It prints "ready" once it has committed at least once.
+// killed, alternating single commits and chains of up to four, and merging
+// packs as the apply engine does. It prints "ready" once it has committed at
+// least once.
 func TestHelperProcessCommitLoop(t *testing.T) {
 	path := os.Getenv(crashRepoEnv)
 	if path == "" {
@@ -41,17 +43,26 @@ func TestHelperProcessCommitLoop(t *testing.T) {
 			fmt.Fprintln(os.Stderr, "head:", err)
 			os.Exit(2)
 		}
-		agent := fmt.Sprintf("memory/agent-%d", rand.IntN(5))
-		changes := []Change{
-			put(agent+"/facts.md", fmt.Sprintf("fact %d %x\n", i, rand.Uint64())),
-			put(fmt.Sprintf("%s/timeline/day-%d.md", agent, rand.IntN(20)), strings.Repeat("x", rand.IntN(4000))),
+		// Distinct agents per chain, so each request's deletes still apply.
+		var reqs []CommitRequest
+		for _, a := range rand.Perm(5)[:1+rand.IntN(4)] {
+			agent := fmt.Sprintf("memory/agent-%d", a)
+			changes := []Change{
+				put(agent+"/facts.md", fmt.Sprintf("fact %d %x\n", i, rand.Uint64())),
+				put(fmt.Sprintf("%s/timeline/day-%d.md", agent, rand.IntN(20)), strings.Repeat("x", rand.IntN(4000))),
+			}
+			if files, err := r.ListFiles(ctx, h, agent+"/timeline"); err == nil && len(files) > 3 {
+				changes = append(changes, del(files[rand.IntN(len(files))]))
+			}
+			reqs = append(reqs, CommitRequest{Changes: changes, Message: fmt.Sprintf("memory-update: crash %d.%d", i, a)})
 		}
-		if files, err := r.ListFiles(ctx, h, agent+"/timeline"); err == nil && len(files) > 3 {
-			changes = append(changes, del(files[rand.IntN(len(files))]))
-		}
-		_, err = r.Commit(ctx, CommitRequest{Parent: h, Changes: changes, Message: fmt.Sprintf("memory-update: crash %d", i)})
+		_, err = r.CommitChain(ctx, h, reqs)
 		if err != nil && !errors.Is(err, ErrNoChanges) {
 			fmt.Fprintln(os.Stderr, "commit:", err)
+			os.Exit(2)
+		}
+		if err := r.CompactPacks(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "compact:", err)
 			os.Exit(2)
 		}
 		if i == 0 {
@@ -116,7 +127,7 @@ func TestCrashSafety(t *testing.T) {
 		if removed {
 			staleLocks++
 		}
-		tmp, err := filepath.Glob(filepath.Join(r.Path(), "objects", "??", "tmp_obj_*"))
+		tmp, err := filepath.Glob(filepath.Join(r.Path(), "objects", "pack", "tmp_*"))
 		require.NoError(t, err)
 		tmpFiles = len(tmp)
 
@@ -135,9 +146,12 @@ func TestCrashSafety(t *testing.T) {
 			require.NoError(t, err, f)
 			require.Equal(t, mustGit(t, r.Path(), "cat-file", "blob", "main:"+f), string(got), f)
 		}
-		t.Logf("kill %d: %d commits, stale lock: %v, temp objects: %d", k, count, removed, len(tmp))
+		t.Logf("kill %d: %d commits, stale lock: %v, temp files: %d", k, count, removed, len(tmp))
 	}
-	t.Logf("%d kills: %d stale locks recovered, %d temp object files left (harmless, git gc prunes them)", kills, staleLocks, tmpFiles)
+	packs, err := filepath.Glob(filepath.Join(r.Path(), "objects", "pack", "pack-*.pack"))
+	require.NoError(t, err)
+	t.Logf("%d kills: %d stale locks recovered, %d temp pack files left (harmless, git gc prunes them), %d packs",
+		kills, staleLocks, tmpFiles, len(packs))
 
 	// Still writable, and fsck clean afterwards.
 	commit(t, r, "after crashes", put("memory/after.md", "ok"))

@@ -100,11 +100,11 @@ type Repo struct {
 // Path returns the absolute path of the bare repository directory.
 func (r *Repo) Path() string { return r.path }
 
-// Git exposes the underlying go-git repository for packages that build
-// commits or read trees. Callers must not create commits on MainBranch
-// except through Commit. Prefer the Repo read methods: a go-git Repository
-// is not safe for concurrent use and does not notice packs created after it
-// was opened (e.g. by git gc).
+// Git exposes the repository to go-git (the pusher uses it). Objects are
+// read through the Repo's own object store, so packs created after opening
+// (by Commit, or by git gc) are seen; writing objects through it fails:
+// commits go through Commit. Prefer the Repo read methods: go-git's
+// reference and config handling is not safe for concurrent use.
 func (r *Repo) Git() *git.Repository { return r.repo }
 
 // Head returns the commit hash refs/heads/main points to. It reads the ref
@@ -154,7 +154,14 @@ func Open(path string) (*Repo, error) {
 	if !cfg.Core.IsBare {
 		return nil, fmt.Errorf("%w: %s (core.bare is not true)", ErrNotBare, abs)
 	}
-	r := &Repo{path: abs, repo: repo, objs: newObjectStore(abs)}
+	objs := newObjectStore(abs)
+	// Same repository, but objects are read through objectStore (see
+	// gitStorage).
+	repo, err = git.Open(&gitStorage{Storer: repo.Storer, objs: objs}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotRepository, abs, err)
+	}
+	r := &Repo{path: abs, repo: repo, objs: objs}
 	if _, err := r.Head(context.Background()); err != nil {
 		return nil, err
 	}

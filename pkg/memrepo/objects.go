@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -30,18 +29,18 @@ import (
 // reasons:
 //
 //   - go-git loads the list of pack indexes once and never notices packs that
-//     appear later (git gc, git repack, or a push of receive.unpackLimit or
-//     more objects, which git keeps as a pack). A long-lived reader would
-//     then fail to find objects the git binary wrote. objectStore rescans
-//     objects/pack whenever a lookup misses, the way git itself does
-//     (reprepare_packed_git).
+//     appear later (every Commit writes one; so do git gc, git repack, and a
+//     push of receive.unpackLimit or more objects, which git keeps as a
+//     pack). A long-lived reader would then fail to find new objects.
+//     objectStore rescans objects/pack whenever a lookup misses, the way git
+//     itself does (reprepare_packed_git).
 //   - go-git's lazy index loading mutates shared maps without a lock, so one
 //     go-git Repository is not safe for concurrent readers. Here the pack
 //     list is guarded by a mutex and everything else is immutable or
 //     goroutine-safe (idxfile.MemoryIndex, cache.ObjectLRU).
-//   - go-git's loose-object writer never fsyncs, so an object could be lost
-//     or truncated by a power failure after the ref already points at it.
-//     writeLoose follows git's own durable write protocol instead.
+//   - go-git's object writers never fsync, so an object could be lost or
+//     truncated by a power failure after the ref already points at it.
+//     writeNew (pack.go) follows git's own durable write protocol instead.
 //
 // Objects are immutable, so caching them by hash is always correct; refs are
 // never cached anywhere in this package.
@@ -56,6 +55,10 @@ type objectStore struct {
 	mu          sync.Mutex
 	packs       []*packIndex // snapshot, replaced (never mutated) on rescan
 	packsLoaded bool
+
+	// unmergeable names packs compact must skip (deltas, corruption). Only
+	// compact uses it, under Repo.writeMu.
+	unmergeable map[string]bool
 }
 
 // packIndex is one loaded pack .idx. MemoryIndex is safe for concurrent use.
@@ -70,8 +73,9 @@ const objectCacheSize = 64 * cache.MiByte
 
 func newObjectStore(gitDir string) *objectStore {
 	return &objectStore{
-		dir:   filepath.Join(gitDir, "objects"),
-		cache: cache.NewObjectLRU(objectCacheSize),
+		dir:         filepath.Join(gitDir, "objects"),
+		cache:       cache.NewObjectLRU(objectCacheSize),
+		unmergeable: map[string]bool{},
 	}
 }
 
@@ -370,116 +374,6 @@ func parseHash(s string) (plumbing.Hash, bool) {
 	return h, true
 }
 
-// writeLoose makes every object in objs durable as a loose object before it
-// returns, following git's protocol so that a crash at any instant leaves
-// either no object file or a complete one:
-//
-//  1. write the zlib-compressed "<type> <size>\x00<content>" to a temp file
-//     named tmp_obj_* in the object's fan-out directory (the prefix git fsck
-//     and git prune recognise as in-progress garbage),
-//  2. fsync it and rename it to objects/xx/yyyy...,
-//  3. fsync every fan-out directory touched, and objects/ itself, so the
-//     new names are durable too.
-//
-// Objects that already exist as loose files are not rewritten; their mtime
-// is refreshed instead, as git does, so a concurrent `git prune` does not
-// expire an old unreachable copy we are about to reference. The objects are
-// written concurrently: with one fsync per file, letting the filesystem
-// batch them into a single journal commit is what makes hundreds of commits
-// per second possible.
-func (s *objectStore) writeLoose(objs []*plumbing.MemoryObject) error {
-	type result struct {
-		dir string
-		err error
-	}
-	results := make([]result, len(objs))
-	var wg sync.WaitGroup
-	for i, o := range objs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			dir, err := s.writeOne(o)
-			results[i] = result{dir, err}
-		}()
-	}
-	wg.Wait()
-
-	// objects/ itself is synced every time, not only when we created a
-	// fan-out directory: one created moments ago by git (which does not
-	// fsync loose objects by default) may not be durable yet. Syncing a
-	// directory with nothing dirty is cheap.
-	dirs := map[string]bool{s.dir: true}
-	for _, r := range results {
-		if r.err != nil {
-			return r.err
-		}
-		if r.dir != "" {
-			dirs[r.dir] = true
-		}
-	}
-	errs := make(chan error, len(dirs))
-	for d := range dirs {
-		go func() { errs <- syncDir(d) }()
-	}
-	var first error
-	for range dirs {
-		if err := <-errs; err != nil && first == nil {
-			first = fmt.Errorf("memrepo: sync object directory: %w", err)
-		}
-	}
-	return first
-}
-
-// writeOne writes a single loose object. It returns the fan-out directory
-// that needs an fsync ("" if nothing was renamed into it).
-func (s *objectStore) writeOne(o *plumbing.MemoryObject) (string, error) {
-	h := o.Hash()
-	final := s.loosePath(h)
-	if _, err := os.Lstat(final); err == nil {
-		now := time.Now()
-		if os.Chtimes(final, now, now) == nil {
-			return "", nil
-		}
-		// Not ours to touch (e.g. written by another user): rewrite it.
-	}
-	dir := filepath.Dir(final)
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("memrepo: create %s: %w", dir, err)
-	}
-
-	data, err := compressObject(o)
-	if err != nil {
-		return "", fmt.Errorf("memrepo: compress object %s: %w", h, err)
-	}
-	// 0444 like git: objects are immutable. The descriptor returned by an
-	// O_CREATE open is writable regardless of the new file's mode.
-	tmp, f, err := createTemp(dir, "tmp_obj_", 0o444)
-	if err != nil {
-		return "", fmt.Errorf("memrepo: create temp object: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return "", fmt.Errorf("memrepo: write object %s: %w", h, err)
-	}
-	if err := f.Sync(); err != nil {
-		return "", fmt.Errorf("memrepo: sync object %s: %w", h, err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("memrepo: close object %s: %w", h, err)
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return "", fmt.Errorf("memrepo: rename object %s: %w", h, err)
-	}
-	ok = true
-	return dir, nil
-}
-
 // createTemp creates a new file dir/<prefix><random> with O_EXCL and mode.
 // os.CreateTemp cannot be used because it forces mode 0600.
 func createTemp(dir, prefix string, mode os.FileMode) (string, *os.File, error) {
@@ -496,30 +390,9 @@ func createTemp(dir, prefix string, mode os.FileMode) (string, *os.File, error) 
 }
 
 // zlibPool recycles compressors; zlib.NewWriterLevel allocates ~256 KiB.
+// BestSpeed, like git's loose objects: every new object is compressed once
+// on the commit path, and `git gc` recompresses when it repacks.
 var zlibPool = sync.Pool{New: func() any {
 	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
 	return w
 }}
-
-// compressObject returns the loose-object encoding of o. BestSpeed matches
-// git's default core.looseCompression (1): loose objects are short-lived
-// until git gc packs them, so speed matters more than size.
-func compressObject(o *plumbing.MemoryObject) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := zlibPool.Get().(*zlib.Writer)
-	defer zlibPool.Put(zw)
-	zw.Reset(&buf)
-	fmt.Fprintf(zw, "%s %d\x00", o.Type(), o.Size())
-	r, err := o.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	if _, err := io.Copy(zw, r); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}

@@ -243,14 +243,14 @@ func TestReadAfterGitGC(t *testing.T) {
 	for i := range 10 {
 		hs = append(hs, commit(t, r, fmt.Sprint("c", i), put(fmt.Sprintf("memory/a/f%d.md", i%3), fmt.Sprint(i))))
 	}
-	// Warm the pack list (there is no pack yet) and the object cache.
+	// Warm the pack list (the packs our commits wrote) and the object cache.
 	_, err := r.ResolveRevision(ctx, hs[3].String()[:6])
 	require.NoError(t, err)
 
 	// A second Repo opened now has a cold cache: only the packs can serve it.
 	cold, err := Open(r.Path())
 	require.NoError(t, err)
-	_, err = cold.ResolveRevision(ctx, hs[2].String()[:6]) // loads the (empty) pack list
+	_, err = cold.ResolveRevision(ctx, hs[2].String()[:6]) // loads the pack list
 	require.NoError(t, err)
 
 	mustGit(t, r.Path(), "gc", "-q", "--prune=now")

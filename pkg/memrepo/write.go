@@ -65,41 +65,96 @@ type CommitRequest struct {
 
 // Commit applies req.Changes to the tree of req.Parent and, if main still
 // points at req.Parent, makes the result the new head of main as exactly one
-// commit. It returns the new commit's hash.
+// commit. It returns the new commit's hash. It is CommitChain with a single
+// request, and returns that request's errors unwrapped.
 //
 // Errors (test with errors.Is): ErrInvalidPath, ErrInvalidCommit,
 // ErrFileNotFound (Delete of a missing file), ErrNoChanges, ErrHeadMoved
 // (main is no longer req.Parent: nothing changed, rebuild and retry),
 // ErrLocked (refs/heads/main.lock held for too long), ErrNoMainBranch.
 //
-// Durability and atomicity: Commit takes refs/heads/main.lock (git's own
-// lock protocol) and checks main, then writes all new objects as loose
-// objects, fsyncing files and directories, while the new ref value is
-// fsynced in the lock file. Only when all of that is on disk is the lock
-// renamed over refs/heads/main (and refs/heads fsynced). A crash at any
-// instant therefore leaves main at either the old or the new commit, with
-// every object it needs present; at worst some unreferenced objects, temp
-// files (tmp_obj_*, removed by git gc) and a stale main.lock remain (see
-// RecoverStaleLock). Once Commit returns successfully the commit is
-// durable. The lock is held only for those few fsyncs, never while trees
-// are being built. In the one case where main has moved but the final
-// directory fsync failed, Commit returns the new hash together with the
-// error.
+// Durability and atomicity: see CommitChain. Once Commit returns
+// successfully the commit is durable. In the one case where main has moved
+// but the final directory fsync failed, Commit returns the new hash together
+// with the error.
+func (r *Repo) Commit(ctx context.Context, req CommitRequest) (plumbing.Hash, error) {
+	hashes, err := r.CommitChain(ctx, req.Parent, []CommitRequest{req})
+	var ce *ChainError
+	if errors.As(err, &ce) {
+		err = ce.Err
+	}
+	if len(hashes) == 1 {
+		return hashes[0], err
+	}
+	return plumbing.ZeroHash, err
+}
+
+// ChainError reports the request of a CommitChain that could not be built
+// (invalid, or changing nothing). Nothing was written; the caller may drop
+// that request and retry the others. errors.Is sees the cause (ErrNoChanges,
+// ErrInvalidPath, ...).
+type ChainError struct {
+	Index int // into the requests passed to CommitChain
+	Err   error
+}
+
+func (e *ChainError) Error() string {
+	return fmt.Sprintf("memrepo: commit %d of the chain: %v", e.Index, e.Err)
+}
+
+func (e *ChainError) Unwrap() error { return e.Err }
+
+// CommitChain commits reqs as a linear chain on top of parent, in order:
+// reqs[0]'s commit has parent as its parent, reqs[i]'s has reqs[i-1]'s, and
+// main ends at the last one. Each request is exactly one commit, with its own
+// message and identities, and its changes applied to the tree left by the
+// previous one (the requests' Parent fields are ignored). It returns the
+// commits' hashes in request order.
+//
+// This is group commit: however many commits the chain holds, their objects
+// go into one pack and the ref moves once, so the disk round trips (file
+// creation, fsync) are paid once per chain instead of once per commit.
+//
+// The chain is all or nothing: main moves from parent straight to the last
+// commit (readers never see the ones in between as head), or not at all.
+// Errors: a request that cannot be built (ErrInvalidPath, ErrInvalidCommit,
+// ErrFileNotFound, ErrNoChanges) is reported as a *ChainError naming it, and
+// nothing is written. ErrHeadMoved, ErrLocked, ErrNoMainBranch and
+// ErrInvalidCommit (no requests, zero parent) concern the whole chain.
+//
+// Durability and atomicity: CommitChain builds every tree and commit in
+// memory first, then takes refs/heads/main.lock (git's own lock protocol)
+// and checks main again, then writes the new objects as one pack: pack and
+// index are fsynced, renamed into objects/pack and the directory is fsynced
+// (see packWriter), while the new ref value is fsynced in the lock file.
+// Only when all of that is on disk is the lock renamed over refs/heads/main
+// (and refs/heads fsynced). A crash at any instant therefore leaves main at
+// either parent or the last commit of the chain, with every object it needs
+// present; at worst an unreferenced pack, temp files (tmp_pack_*, tmp_idx_*,
+// removed by git gc) and a stale main.lock remain (see RecoverStaleLock).
+// Once CommitChain returns successfully every commit of the chain is
+// durable. The lock is held only for those few fsyncs, never while trees are
+// being built. In the one case where main has moved but the final directory
+// fsync failed, CommitChain returns the new hashes together with the error.
+//
+// Each call adds a pack: writers that commit continuously should call
+// CompactPacks now and then (between commits) to merge them.
 //
 // Commits from one Repo are serialised by a mutex; commits from other
 // processes (including `git push`) are serialised by the ref lock.
-func (r *Repo) Commit(ctx context.Context, req CommitRequest) (plumbing.Hash, error) {
+func (r *Repo) CommitChain(ctx context.Context, parent plumbing.Hash, reqs []CommitRequest) ([]plumbing.Hash, error) {
 	if err := ctx.Err(); err != nil {
-		return plumbing.ZeroHash, err
+		return nil, err
 	}
-	commit, err := req.commitObject()
+	if parent.IsZero() {
+		return nil, fmt.Errorf("%w: zero parent (main always has a commit)", ErrInvalidCommit)
+	}
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("%w: no commits in the chain", ErrInvalidCommit)
+	}
+	commits, err := checkRequests(reqs)
 	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	for _, c := range req.Changes {
-		if err := CheckPath(c.Path); err != nil {
-			return plumbing.ZeroHash, err
-		}
+		return nil, err
 	}
 
 	r.writeMu.Lock()
@@ -109,21 +164,81 @@ func (r *Repo) Commit(ctx context.Context, req CommitRequest) (plumbing.Hash, er
 	// or written. The authoritative check happens again under the ref lock.
 	head, err := r.readMain()
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return nil, err
 	}
-	if head != req.Parent {
-		return plumbing.ZeroHash, fmt.Errorf("%w: main is %s, parent was %s", ErrHeadMoved, head, req.Parent)
+	if head != parent {
+		return nil, fmt.Errorf("%w: main is %s, parent was %s", ErrHeadMoved, head, parent)
 	}
-	parent, err := r.commitObject(req.Parent)
+	objs, hashes, err := r.buildChain(parent, reqs, commits)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return nil, err
 	}
 
-	b, err := newTreeBuilder(r.objs, parent.TreeHash)
+	// Last cancellation point (besides the lock wait): past the lock the
+	// remaining work is a few fsyncs, and finishing beats leaving garbage.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return r.publish(ctx, parent, objs, hashes)
+}
+
+// checkRequests validates every request before anything is built and
+// returns the commits to encode (without tree and parent).
+func checkRequests(reqs []CommitRequest) ([]*object.Commit, error) {
+	commits := make([]*object.Commit, len(reqs))
+	for i := range reqs {
+		c, err := reqs[i].commitObject()
+		if err != nil {
+			return nil, &ChainError{Index: i, Err: err}
+		}
+		for _, ch := range reqs[i].Changes {
+			if err := CheckPath(ch.Path); err != nil {
+				return nil, &ChainError{Index: i, Err: err}
+			}
+		}
+		commits[i] = c
+	}
+	return commits, nil
+}
+
+// buildChain builds every commit of the chain in memory and returns all new
+// objects (each once) and the commits' hashes.
+func (r *Repo) buildChain(parent plumbing.Hash, reqs []CommitRequest, commits []*object.Commit) (*objectSet, []plumbing.Hash, error) {
+	pc, err := r.commitObject(parent)
+	if err != nil {
+		return nil, nil, err
+	}
+	objs := newObjectSet()
+	hashes := make([]plumbing.Hash, len(reqs))
+	prev, tree := parent, pc.TreeHash
+	for i := range reqs {
+		root, err := buildTree(r.objs, objs, tree, reqs[i].Changes)
+		if err != nil {
+			return nil, nil, &ChainError{Index: i, Err: err}
+		}
+		if root == tree {
+			return nil, nil, &ChainError{Index: i, Err: ErrNoChanges}
+		}
+		c := commits[i]
+		c.TreeHash, c.ParentHashes = root, []plumbing.Hash{prev}
+		co := &plumbing.MemoryObject{}
+		if err := c.Encode(co); err != nil {
+			return nil, nil, fmt.Errorf("memrepo: encode commit: %w", err)
+		}
+		hashes[i] = objs.add(co)
+		prev, tree = hashes[i], root
+	}
+	return objs, hashes, nil
+}
+
+// buildTree applies changes to tree root and returns the new root's hash,
+// adding the new blobs and trees to objs.
+func buildTree(store *objectStore, objs *objectSet, root plumbing.Hash, changes []Change) (plumbing.Hash, error) {
+	b, err := newTreeBuilder(store, objs, root)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	for _, c := range req.Changes {
+	for _, c := range changes {
 		if c.Delete {
 			err = b.remove(c.Path)
 		} else {
@@ -133,61 +248,64 @@ func (r *Repo) Commit(ctx context.Context, req CommitRequest) (plumbing.Hash, er
 			return plumbing.ZeroHash, err
 		}
 	}
-	rootHash, err := b.build()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if rootHash == parent.TreeHash {
-		return plumbing.ZeroHash, ErrNoChanges
-	}
+	return b.build()
+}
 
-	commit.TreeHash = rootHash
-	commit.ParentHashes = []plumbing.Hash{req.Parent}
-	co := &plumbing.MemoryObject{}
-	if err := commit.Encode(co); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("memrepo: encode commit: %w", err)
-	}
-	objs := append(b.objects, co)
-
-	// Last cancellation point (besides the lock wait): past the lock the
-	// remaining work is a few fsyncs, and finishing beats leaving garbage.
-	if err := ctx.Err(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	h := co.Hash()
-	lock, err := r.lockMain(ctx, req.Parent)
+// publish makes the chain durable and moves main from parent to its last
+// commit (see CommitChain for the protocol). The caller holds writeMu.
+func (r *Repo) publish(ctx context.Context, parent plumbing.Hash, objs *objectSet, hashes []plumbing.Hash) ([]plumbing.Hash, error) {
+	lock, err := r.lockMain(ctx, parent)
 	if err != nil {
-		return plumbing.ZeroHash, err
+		return nil, err
 	}
 	defer lock.release()
 	// The lock file's content is invisible until the rename, so it can be
 	// fsynced concurrently with the objects.
 	lockErr := make(chan error, 1)
-	go func() { lockErr <- lock.write(h) }()
-	objErr := r.objs.writeLoose(objs)
+	go func() { lockErr <- lock.write(hashes[len(hashes)-1]) }()
+	objErr := r.objs.writeNew(objs.list)
 	if err := errors.Join(objErr, <-lockErr); err != nil {
-		return plumbing.ZeroHash, err
+		return nil, err
 	}
 	// The next commit reads these trees back as its parent: keep them hot.
-	for _, o := range objs {
+	for _, o := range objs.list {
 		r.objs.cache.Put(o)
 	}
 	if err := lock.commit(); err != nil {
 		if lock.renamed {
-			return h, err // main moved; only its durability is in doubt
+			return hashes, err // main moved; only its durability is in doubt
 		}
-		return plumbing.ZeroHash, err
+		return nil, err
 	}
-	return h, nil
+	return hashes, nil
+}
+
+// objectSet collects the new objects of a chain, in order and once each.
+// Later commits of the chain read the trees of earlier ones from it, since
+// nothing is on disk before the whole chain is written.
+type objectSet struct {
+	list   []*plumbing.MemoryObject
+	byHash map[plumbing.Hash]*plumbing.MemoryObject
+}
+
+func newObjectSet() *objectSet {
+	return &objectSet{byHash: map[plumbing.Hash]*plumbing.MemoryObject{}}
+}
+
+// add queues a new object (once per hash) and returns its hash.
+func (s *objectSet) add(o *plumbing.MemoryObject) plumbing.Hash {
+	h := o.Hash()
+	if _, ok := s.byHash[h]; !ok {
+		s.byHash[h] = o
+		s.list = append(s.list, o)
+	}
+	return h
 }
 
 // commitObject validates the request's metadata and returns the commit to
 // encode (without tree and parent). Identities are checked against what
 // `git fsck --strict` accepts, since go-git would encode anything.
 func (req *CommitRequest) commitObject() (*object.Commit, error) {
-	if req.Parent.IsZero() {
-		return nil, fmt.Errorf("%w: zero parent (main always has a commit)", ErrInvalidCommit)
-	}
 	if strings.TrimSpace(req.Message) == "" {
 		return nil, fmt.Errorf("%w: empty message", ErrInvalidCommit)
 	}
@@ -232,10 +350,11 @@ func fillSignature(s Signature, now time.Time) object.Signature {
 // changed paths (path-by-path, never a whole recursive tree) and producing
 // the new blob and tree objects, all in memory.
 type treeBuilder struct {
-	objs    *objectStore
+	store *objectStore
+	// objects receives the new blobs and trees; trees built earlier in the
+	// same chain are read back from it.
+	objects *objectSet
 	root    *treeNode
-	objects []*plumbing.MemoryObject // new blobs and trees to write
-	seen    map[plumbing.Hash]bool
 }
 
 // treeNode is a tree on a changed path. entries is a private copy of the
@@ -246,8 +365,8 @@ type treeNode struct {
 	children map[string]*treeNode
 }
 
-func newTreeBuilder(objs *objectStore, root plumbing.Hash) (*treeBuilder, error) {
-	b := &treeBuilder{objs: objs, seen: map[plumbing.Hash]bool{}}
+func newTreeBuilder(store *objectStore, objects *objectSet, root plumbing.Hash) (*treeBuilder, error) {
+	b := &treeBuilder{store: store, objects: objects}
 	n, err := b.load(root)
 	if err != nil {
 		return nil, err
@@ -257,9 +376,14 @@ func newTreeBuilder(objs *objectStore, root plumbing.Hash) (*treeBuilder, error)
 }
 
 func (b *treeBuilder) load(h plumbing.Hash) (*treeNode, error) {
-	o, err := b.objs.get(plumbing.TreeObject, h)
-	if err != nil {
-		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
+	var o plumbing.EncodedObject
+	if p, ok := b.objects.byHash[h]; ok && p.Type() == plumbing.TreeObject {
+		o = p
+	} else {
+		var err error
+		if o, err = b.store.get(plumbing.TreeObject, h); err != nil {
+			return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
+		}
 	}
 	var t object.Tree
 	if err := t.Decode(o); err != nil { // decodes into fresh slices: ours to modify
@@ -376,14 +500,7 @@ func (b *treeBuilder) remove(path string) error {
 }
 
 // add queues a new object for writing (once per hash) and returns its hash.
-func (b *treeBuilder) add(o *plumbing.MemoryObject) plumbing.Hash {
-	h := o.Hash()
-	if !b.seen[h] {
-		b.seen[h] = true
-		b.objects = append(b.objects, o)
-	}
-	return h
-}
+func (b *treeBuilder) add(o *plumbing.MemoryObject) plumbing.Hash { return b.objects.add(o) }
 
 // build encodes every changed tree bottom-up and returns the new root tree
 // hash. Directories left empty are pruned (git cannot represent them).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,21 +20,22 @@ import (
 	"github.com/garden-bloom/memory/pkg/proposalstore"
 )
 
-// maxHeadRetries bounds how often one apply re-plans because main moved
-// (another agent's commit landed first).
+// maxHeadRetries bounds how often one apply re-plans because its agent's
+// files changed under the plan (a person's commit).
 const maxHeadRetries = 100
 
 // engine applies approved proposals: one queue per agent, strictly serial per
-// agent and parallel across agents. Commits still land one at a time on main;
-// the compare-and-swap in memrepo.Commit orders them.
+// agent and parallel across agents. The agents' workers plan in parallel; one
+// committer goroutine puts their commits on main in batches (committer.go).
 type engine struct {
 	svc *Service
 	// ctx outlives requests: applies run to completion after Propose returns.
 	ctx context.Context
 
-	// commitMu serialises the short step that moves main, so agents plan in
-	// parallel but never race each other's compare-and-swap.
-	commitMu sync.Mutex
+	// plans feeds the committer; closed by stop once no worker is left.
+	plans         chan *commitPlan
+	closePlans    sync.Once
+	committerDone chan struct{}
 
 	mu      sync.Mutex
 	queues  map[string]*agentQueue
@@ -49,7 +49,10 @@ type agentQueue struct {
 }
 
 func newEngine(s *Service) *engine {
-	return &engine{svc: s, ctx: context.Background(), queues: map[string]*agentQueue{}}
+	e := &engine{svc: s, ctx: context.Background(), queues: map[string]*agentQueue{},
+		plans: make(chan *commitPlan, maxBatch), committerDone: make(chan struct{})}
+	go e.runCommitter()
+	return e
 }
 
 // enqueue schedules an approved proposal of an agent.
@@ -91,12 +94,14 @@ func (e *engine) drain(ctx context.Context, agentID string, q *agentQueue) {
 	}
 }
 
-// stop lets running applies finish and starts no new one.
+// stop lets running applies finish (their commits included) and starts no
+// new one.
 func (e *engine) stop() {
 	e.mu.Lock()
 	e.stopped = true
 	e.mu.Unlock()
 	e.wg.Wait()
+	e.stopCommitter()
 }
 
 // idle reports whether no apply is queued or running (for tests).
@@ -139,6 +144,13 @@ func (e *engine) apply(ctx context.Context, id string) {
 		if errors.Is(err, memrepo.ErrHeadMoved) && attempt < maxHeadRetries {
 			continue
 		}
+		if errors.Is(err, errCommitInDoubt) {
+			// Neither applied (not durable) nor failed (a retry would apply
+			// it twice): the next start's recovery finds the commit by its
+			// message, or re-queues the proposal.
+			s.logger.Error("apply: commit on main but not known to be durable; left to recovery at the next start", "proposal", id, "err", err)
+			return
+		}
 		if err != nil {
 			outcome = failure(memoryv1.StatusReason_STATUS_REASON_APPLY_ERROR, err.Error())
 		}
@@ -164,8 +176,9 @@ func failure(reason memoryv1.StatusReason, msg string) outcome {
 	return outcome{status: memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED, reason: reason, message: msg}
 }
 
-// tryApply plans the commit on the current head and commits it. It returns
-// memrepo.ErrHeadMoved when main moved between planning and committing.
+// tryApply plans the commit on the current head and has the committer commit
+// it. It returns memrepo.ErrHeadMoved when the agent's files changed between
+// planning and committing.
 func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outcome, error) {
 	s := e.svc
 	p := rec.Proposal
@@ -234,25 +247,7 @@ func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outco
 		changes = append(changes, memrepo.Change{Path: f.Path, Delete: true})
 	}
 	sig := memrepo.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: now}
-	e.commitMu.Lock()
-	defer e.commitMu.Unlock()
-	parent, err := s.repo.Head(ctx)
-	if err != nil {
-		return outcome{}, err
-	}
-	if parent != head {
-		// Other agents committed while this one planned. The plan only holds
-		// this agent's files, so it still applies on top unless those files
-		// changed too (a person's commit): then plan again.
-		same, err := e.sameAgentTrees(ctx, agent, head, parent)
-		if err != nil {
-			return outcome{}, err
-		}
-		if !same {
-			return outcome{}, memrepo.ErrHeadMoved
-		}
-	}
-	sha, err := s.repo.Commit(ctx, memrepo.CommitRequest{Parent: parent, Changes: changes, Message: plan.Message, Author: sig, Committer: sig})
+	sha, err := e.commit(agent, head, memrepo.CommitRequest{Changes: changes, Message: plan.Message, Author: sig, Committer: sig})
 	if err != nil {
 		return outcome{}, err
 	}
@@ -260,25 +255,6 @@ func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outco
 		status: memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED, sha: sha.String(), version: plan.Meta.Version,
 		addedFacts: plan.AddedFacts,
 	}, nil
-}
-
-// sameAgentTrees reports whether the agent's memory and logic folders are
-// identical at commits a and b (comparing tree hashes, not files).
-func (e *engine) sameAgentTrees(ctx context.Context, agent string, a, b plumbing.Hash) (bool, error) {
-	for _, dir := range []string{memlayout.AgentDir(agent), memlayout.LogicDir(agent)} {
-		ha, err := e.svc.repo.TreeHash(ctx, a, strings.TrimSuffix(dir, "/"))
-		if err != nil {
-			return false, err
-		}
-		hb, err := e.svc.repo.TreeHash(ctx, b, strings.TrimSuffix(dir, "/"))
-		if err != nil {
-			return false, err
-		}
-		if ha != hb {
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // finish records the outcome durably, then tells followers.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
@@ -57,6 +58,8 @@ type env struct {
 	clock   *clock
 	counter *tokens.Counter
 	stop    func()
+	// meters, when set before (re)starting, receives the service's metrics.
+	meters metric.MeterProvider
 }
 
 type envOption func(*Config)
@@ -90,7 +93,7 @@ func (e *env) start(opts ...envOption) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	svc, err := New(ctx, cfg, Deps{Repo: e.repo, Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.Now})
+	svc, err := New(ctx, cfg, Deps{Repo: e.repo, Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.Now, MeterProvider: e.meters})
 	require.NoError(t, err)
 	require.NoError(t, svc.Start(ctx))
 	e.server = grpctest.Serve(t, svc.Register)
