@@ -21,6 +21,21 @@ type Commit struct {
 	// AgentID and ProposalID come from the commit message too.
 	AgentID    string
 	ProposalID string
+
+	// derived holds Prepare's work: each file's contribution.
+	derived map[string]*fileState
+}
+
+// Prepare does the part of applying c that does not touch a graph — parsing
+// every changed file — so callers can prepare many commits in parallel and
+// apply them in order. ApplyCommit prepares what was not prepared.
+func Prepare(c *Commit) {
+	c.derived = make(map[string]*fileState, len(c.Files))
+	for raw, content := range c.Files {
+		if content != nil {
+			c.derived[raw] = derive(cleanPath(raw), *content)
+		}
+	}
 }
 
 // Evidence is one source of an edge: a file (or "commit:<sha>" for
@@ -197,7 +212,9 @@ func (g *Graph) ApplyCommit(c Commit) {
 		p := cleanPath(raw)
 		var nf *fileState
 		if content := c.Files[raw]; content != nil {
-			nf = derive(p, *content)
+			if nf = c.derived[raw]; nf == nil {
+				nf = derive(p, *content)
+			}
 		}
 		changes = append(changes, change{p, g.files[p], nf})
 	}

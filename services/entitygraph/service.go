@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -217,14 +219,16 @@ func (s *Service) catchUp(ctx context.Context) error {
 	if head == last {
 		return nil
 	}
-	var pending []*object.Commit
+	// Only hashes are kept: a long history must not sit in memory as
+	// commit objects.
+	var pending []plumbing.Hash
 	found := last.IsZero()
 	err = repo.Walk(ctx, head, func(c *object.Commit) error {
 		if c.Hash == last {
 			found = true
 			return memrepo.ErrStopWalk
 		}
-		pending = append(pending, c)
+		pending = append(pending, c.Hash)
 		return nil
 	})
 	if err != nil {
@@ -238,16 +242,85 @@ func (s *Service) catchUp(ctx context.Context) error {
 		s.mu.Unlock()
 		return s.catchUp(ctx)
 	}
+	slices.Reverse(pending)
+	return s.replay(ctx, repo, pending)
+}
+
+// replayWindow bounds how many commits are read ahead of the one being
+// applied; replaySaveEvery is how often a long replay saves its progress.
+const (
+	replayWindow    = 64
+	replaySaveEvery = 10_000
+)
+
+// replay applies commits (oldest first). Reading and parsing a commit's
+// files is most of the work and needs no graph, so it runs on every core,
+// ahead of the serial apply; a long replay logs progress and saves a
+// snapshot now and then, so a restart resumes instead of starting over.
+func (s *Service) replay(ctx context.Context, repo *memrepo.Repo, pending []plumbing.Hash) error {
+	type result struct {
+		c   entitygraph.Commit
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	order := make(chan chan result, replayWindow)
+	jobs := make(chan func(), replayWindow)
+	var workers sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		workers.Go(func() {
+			for job := range jobs {
+				job()
+			}
+		})
+	}
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		for _, h := range pending {
+			out := make(chan result, 1)
+			select {
+			case order <- out:
+			case <-ctx.Done():
+				return
+			}
+			jobs <- func() {
+				co, err := repo.CommitInfo(ctx, h)
+				if err != nil {
+					out <- result{err: err}
+					return
+				}
+				c, err := s.commit(ctx, repo, co)
+				if err == nil {
+					entitygraph.Prepare(&c)
+				}
+				out <- result{c, err}
+			}
+		}
+	}()
+	defer func() {
+		cancel() // stops the producer; workers finish what they hold
+		for range order {
+		}
+		workers.Wait()
+	}()
 	start := time.Now()
-	for i := len(pending) - 1; i >= 0; i-- {
-		c, err := s.commit(ctx, repo, pending[i])
-		if err != nil {
-			return err
+	for i, h := range pending {
+		out, ok := <-order
+		if !ok {
+			return ctx.Err()
+		}
+		r := <-out
+		if r.err != nil {
+			return r.err
 		}
 		s.mu.Lock()
-		s.graph.ApplyCommit(c)
-		s.last = pending[i].Hash
+		s.graph.ApplyCommit(r.c)
+		s.last = h
 		s.mu.Unlock()
+		if done := i + 1; done%replaySaveEvery == 0 {
+			s.save()
+			s.logger.Info("entity graph replaying history", "done", done, "of", len(pending), "elapsed_s", int(time.Since(start).Seconds()))
+		}
 	}
 	s.logger.Debug("entity graph caught up", "commits", len(pending), "duration_ms", time.Since(start).Milliseconds())
 	return nil
