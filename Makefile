@@ -26,7 +26,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X github.com/garden-bloom/memory/cmd/memoryd/app.Version=$(VERSION)
 DATA_DIR ?= ./data
 
-.PHONY: all tools deploy-tools generate lint build run test test-race bench bench-quality check-generated validate-deploy clean
+.PHONY: all tools deploy-tools generate lint build run test test-race bench bench-go bench-quality check-generated validate-deploy clean
 
 all: build
 
@@ -116,8 +116,17 @@ run: build
 test: build $(BIN)/.minio-$(MINIO_VERSION)
 	MINIO_BIN=$(BIN)/minio $(GO) test -race -count=1 ./...
 
-## bench: benchmarks (figures, never pass/fail in unit tests)
+## bench: membench perf — the real memoryd (all-in-one and split) under load on a
+## synthetic monorepo (1,000 agents, 20,000 commits) plus the scaling runs; tables
+## and budgets on stdout, JSON and Markdown in bench/results/. Generated data sets
+## are cached in BENCH_WORK; BENCH_FLAGS adds flags (e.g. BENCH_FLAGS=--scales=none).
+BENCH_WORK  ?= $(CURDIR)/.cache/membench
+BENCH_FLAGS ?=
 bench:
+	$(GO) run ./cmd/membench perf --work $(BENCH_WORK) $(BENCH_FLAGS)
+
+## bench-go: the Go micro-benchmarks (figures, never pass/fail in unit tests)
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 ## bench-quality: retrieval quality on public data (skipped cleanly without it)

@@ -1,6 +1,7 @@
 // Command membench measures Garden Bloom Memory.
 //
 //	membench quality --data ../shared/data   retrieval quality on public data sets
+//	membench perf                            latency, throughput and resources of memoryd under load
 //
 // The data sets are not part of the product: when --data has no data set the
 // command says so and exits 0, so `make bench-quality` is safe anywhere.
@@ -23,7 +24,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: membench quality --data DIR")
+		return fmt.Errorf("usage: membench quality --data DIR | membench perf [flags]")
 	}
 	switch args[0] {
 	case "quality":
@@ -34,7 +35,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		return quality(ctx, *data, *work, out)
+	case "perf":
+		return perf(ctx, args[1:], out)
 	default:
-		return fmt.Errorf("unknown command %q (want quality)", args[0])
+		return fmt.Errorf("unknown command %q (want quality or perf)", args[0])
 	}
 }

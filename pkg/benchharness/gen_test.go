@@ -1,0 +1,163 @@
+package benchharness
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/garden-bloom/memory/pkg/mdops"
+	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/tokens"
+)
+
+func gitOut(t *testing.T, repo string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"--git-dir", repo}, args...)...).CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return string(out)
+}
+
+func TestGenerateDeterministicAndWithinLimits(t *testing.T) {
+	ctx := context.Background()
+	cfg := GenConfig{Agents: 5, Commits: 120, Seed: 3}
+	a, b := t.TempDir(), t.TempDir()
+	ma, err := Generate(ctx, cfg, filepath.Join(a, "ds"), t.Logf)
+	require.NoError(t, err)
+	mb, err := Generate(ctx, cfg, filepath.Join(b, "ds"), t.Logf)
+	require.NoError(t, err)
+	require.Equal(t, ma.Head, mb.Head, "same seed, same head commit")
+	require.Equal(t, 1+cfg.Agents+cfg.Commits, ma.TotalCommits)
+	other, err := Generate(ctx, GenConfig{Agents: 5, Commits: 120, Seed: 4}, filepath.Join(b, "other"), t.Logf)
+	require.NoError(t, err)
+	require.NotEqual(t, ma.Head, other.Head)
+
+	repo := filepath.Join(a, "ds", repoDir)
+	gitOut(t, repo, "fsck", "--strict", "--no-dangling")
+	require.Equal(t, strconv.Itoa(ma.TotalCommits), strings.TrimSpace(gitOut(t, repo, "rev-list", "--count", "main")))
+	require.Equal(t, ma.Head, strings.TrimSpace(gitOut(t, repo, "rev-parse", "main")))
+
+	// The product opens it and reads it like any repository.
+	r, err := memrepo.Open(repo)
+	require.NoError(t, err)
+	head, err := r.Head(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ma.Head, head.String())
+
+	counter, err := tokens.New(tokens.DefaultEncoding)
+	require.NoError(t, err)
+	for i := range cfg.Agents {
+		id := AgentID(i)
+		read := func(rel string) string {
+			data, err := r.ReadFile(ctx, head, memlayout.AgentDir(id)+rel)
+			require.NoError(t, err, rel)
+			return string(data)
+		}
+		snap, facts, loops := read(memlayout.SnapshotFile), read(memlayout.FactsFile), read(memlayout.OpenLoopsFile)
+		for _, f := range []struct {
+			name      string
+			content   string
+			low, high int
+		}{
+			{"snapshot", snap, 1500, memlayout.SnapshotLimit},
+			{"facts", facts, 6300, memlayout.FactsLimit},
+			{"open loops", loops, 1200, memlayout.OpenLoopsLimit},
+		} {
+			n := counter.Count(f.content)
+			require.LessOrEqual(t, n, f.high, "%s %s over its limit", id, f.name)
+			require.GreaterOrEqual(t, n, f.low, "%s %s should be near its limit", id, f.name)
+		}
+		require.NoError(t, mdops.CheckSnapshot(snap))
+		parsed := mdops.ParseFacts(facts)
+		require.Equal(t, strings.Count(facts, "\n- "), len(parsed))
+		require.Contains(t, facts, "[[", "facts link shared entities")
+		open := 0
+		for _, l := range mdops.ParseLoops(loops) {
+			require.NotEmpty(t, l.ID, l.Text)
+			if !l.Closed {
+				open++
+			}
+		}
+
+		meta, err := memlayout.ParseMeta([]byte(read(memlayout.MetaFile)))
+		require.NoError(t, err)
+		commits := strings.TrimSpace(gitOut(t, repo, "rev-list", "--count", "main", "--", memlayout.AgentDir(id)))
+		require.Equal(t, commits, strconv.Itoa(int(meta.Version)), "%s: version = its commits", id)
+		require.Equal(t, open, meta.OpenLoopsCount)
+		require.InDelta(t, counter.Count(facts), meta.FactsTokenCount, 0.1*float64(meta.FactsTokenCount), "rough counts")
+	}
+
+	log := gitOut(t, repo, "log", "-1", "--format=%B", "main")
+	require.True(t, strings.HasPrefix(log, "memory-update: agent-"), log)
+	require.Contains(t, log, "Entity-Refs: "+HeadEntityID)
+	srcs, err := filepath.Glob(filepath.Join(a, "ds", objectsDir, "data", "agents", AgentID(0), "sources", "*.md"))
+	require.NoError(t, err)
+	require.Len(t, srcs, sourcesEach)
+}
+
+func TestPrefixSuffixDelta(t *testing.T) {
+	old := []byte(strings.Repeat("0123456789", 20000))
+	for _, nw := range [][]byte{
+		append(append([]byte{}, old[:100]...), append([]byte("inserted"), old[100:]...)...),
+		append(append([]byte{}, old...), "tail"...),
+		append([]byte("head"), old...),
+	} {
+		d, ok := prefixSuffixDelta(old, nw)
+		require.True(t, ok)
+		require.Equal(t, nw, applyDelta(t, old, d))
+	}
+	_, ok := prefixSuffixDelta([]byte("abc"), []byte("xyz"))
+	require.False(t, ok)
+}
+
+// applyDelta is git's patch_delta, for the test.
+func applyDelta(t *testing.T, base, d []byte) []byte {
+	readVarint := func() int {
+		v, shift := 0, 0
+		for {
+			b := d[0]
+			d = d[1:]
+			v |= int(b&0x7f) << shift
+			shift += 7
+			if b&0x80 == 0 {
+				return v
+			}
+		}
+	}
+	require.Equal(t, len(base), readVarint())
+	size := readVarint()
+	var out []byte
+	for len(d) > 0 {
+		op := d[0]
+		d = d[1:]
+		if op&0x80 == 0 {
+			out = append(out, d[:op]...)
+			d = d[op:]
+			continue
+		}
+		off, n := 0, 0
+		for i := range 4 {
+			if op&(1<<i) != 0 {
+				off |= int(d[0]) << (8 * i)
+				d = d[1:]
+			}
+		}
+		for i := range 3 {
+			if op&(0x10<<i) != 0 {
+				n |= int(d[0]) << (8 * i)
+				d = d[1:]
+			}
+		}
+		if n == 0 {
+			n = 0x10000
+		}
+		out = append(out, base[off:off+n]...)
+	}
+	require.Len(t, out, size)
+	return out
+}
