@@ -26,7 +26,11 @@ type Report struct {
 
 // Host describes the machine.
 type Host struct {
-	CPUs      int    `json:"cpus"`
+	CPUs int `json:"cpus"`
+	// LoadStart and LoadEnd are /proc/loadavg at the start and the end:
+	// other work on the machine skews every figure.
+	LoadStart string `json:"loadStart"`
+	LoadEnd   string `json:"loadEnd"`
 	OS        string `json:"os"`
 	Arch      string `json:"arch"`
 	GoVersion string `json:"goVersion"`
@@ -66,7 +70,20 @@ type Budget struct {
 
 func newReport(o Options) *Report {
 	return &Report{Started: time.Now().UTC(), Options: o,
-		Host: Host{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, GoVersion: runtime.Version()}}
+		Host: Host{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, GoVersion: runtime.Version(), LoadStart: loadAvg()}}
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func (r *Report) run(kind string, n, m int) *RunResult {
@@ -90,6 +107,7 @@ func (r *Report) floor(name string) *FloorResult {
 // finish adds the floor ratios and evaluates the budgets.
 func (r *Report) finish(wall time.Duration) {
 	r.WallSeconds = secs(wall)
+	r.Host.LoadEnd = loadAvg()
 	for i := range r.Runs {
 		for j := range r.Runs[i].Scenarios {
 			s := &r.Runs[i].Scenarios[j]
@@ -210,9 +228,10 @@ func (r *Report) Markdown() string {
 	o := r.Options
 	fmt.Fprintf(&b, "# membench perf — %s\n\n", r.Started.Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "%d CPUs, %s/%s, %s · N=%d agents, M=%d history commits, seed %d · %d workers per read "+
-		"(%d proposals in flight for apply) · %s per scenario after %s warm-up (%s in scaling runs and floors) · wall time %s\n\n",
+		"(%d proposals in flight for apply) · %s per scenario after %s warm-up (%s in scaling runs and floors) · wall time %s · "+
+		"load average %s at the start, %s at the end\n\n",
 		r.Host.CPUs, r.Host.OS, r.Host.Arch, r.Host.GoVersion, o.Agents, o.Commits, o.Seed, o.Concurrency, o.WriteConcurrency,
-		o.Duration, o.Warmup, o.ScaleDuration, (time.Duration(r.WallSeconds) * time.Second).String())
+		o.Duration, o.Warmup, o.ScaleDuration, (time.Duration(r.WallSeconds) * time.Second).String(), r.Host.LoadStart, r.Host.LoadEnd)
 
 	b.WriteString("## Data sets\n\n| data set | commits | pack MB | generated in | this run |\n|---|---:|---:|---:|---|\n")
 	for _, d := range r.Datasets {
