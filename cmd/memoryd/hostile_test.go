@@ -106,8 +106,6 @@ func (e *hostileEnv) claims(mod func(jwt.MapClaims)) jwt.MapClaims {
 	return c
 }
 
-func (e *hostileEnv) state(t *testing.T) string { return writeState(t, e.d) }
-
 // settledState is writeState once earlier, allowed writes (proposals the
 // engine is still applying) have finished: it waits until the state holds
 // still for 100 ms.
@@ -297,7 +295,7 @@ func TestHostileInput(t *testing.T) {
 			case "-":
 				c.auth = ""
 			}
-			before := e.state(t)
+			before := writeState(t, e.d)
 			code, header, raw := e.do(t, c)
 			require.Equal(t, c.status, code, raw)
 			require.Equal(t, "application/json", header.Get("Content-Type"), raw)
@@ -309,21 +307,21 @@ func TestHostileInput(t *testing.T) {
 				require.Equal(t, c.reason, body.Details[0].Reason, raw)
 			}
 			require.NotContains(t, raw, "root:x:0:0", "nothing from the host's files")
-			require.Equal(t, before, e.state(t), "nothing was written")
+			require.Equal(t, before, writeState(t, e.d), "nothing was written")
 		})
 	}
 
 	t.Run("symlinks in the repository are never followed", func(t *testing.T) {
-		before := e.state(t)
+		before := writeState(t, e.d)
 		code, resp := jsonCall(t, e.d, "GET", "/memory/layer2?agent=victim&include=runs", "", strings.TrimPrefix(svc, "Bearer "))
 		require.Equal(t, http.StatusOK, code, resp)
 		require.NotContains(t, fmt.Sprint(resp), "root:x:0:0")
-		require.Equal(t, before, e.state(t))
+		require.Equal(t, before, writeState(t, e.d))
 	})
 
 	t.Run("rate limit answers 429 with Retry-After", func(t *testing.T) {
 		tok := bearer(e.mint(t, "flooder", []string{"victim"}, auth.RoleAgent))
-		before := e.state(t)
+		before := writeState(t, e.d)
 		var code int
 		var header http.Header
 		for range 500 {
@@ -336,6 +334,6 @@ func TestHostileInput(t *testing.T) {
 		secs, err := strconv.Atoi(header.Get("Retry-After"))
 		require.NoError(t, err)
 		require.Positive(t, secs)
-		require.Equal(t, before, e.state(t))
+		require.Equal(t, before, writeState(t, e.d))
 	})
 }

@@ -87,10 +87,9 @@ type Block struct {
 	Content string
 }
 
-// The markers of a block that is always part of basic and wide reads.
+// A block between mdops.AlwaysLoadOpen and mdops.AlwaysLoadClose is always
+// part of basic and wide reads.
 const (
-	AlwaysLoadOpen  = mdops.AlwaysLoadOpen
-	AlwaysLoadClose = mdops.AlwaysLoadClose
 	// AlwaysLoadPrefix names the loaded blocks: "always_load/decisions.md".
 	AlwaysLoadPrefix = "always_load/"
 )
@@ -100,14 +99,14 @@ const (
 func AlwaysLoadBlocks(md string) []string {
 	var out []string
 	for {
-		i := strings.Index(md, AlwaysLoadOpen)
+		i := strings.Index(md, mdops.AlwaysLoadOpen)
 		if i < 0 {
 			return out
 		}
-		md = md[i+len(AlwaysLoadOpen):]
+		md = md[i+len(mdops.AlwaysLoadOpen):]
 		body := md
-		if j := strings.Index(md, AlwaysLoadClose); j >= 0 {
-			body, md = md[:j], md[j+len(AlwaysLoadClose):]
+		if j := strings.Index(md, mdops.AlwaysLoadClose); j >= 0 {
+			body, md = md[:j], md[j+len(mdops.AlwaysLoadClose):]
 		} else {
 			md = ""
 		}

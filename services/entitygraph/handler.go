@@ -191,18 +191,26 @@ func (h *handler) GetEntity(ctx context.Context, req *memoryv1.GetEntityRequest)
 	return &memoryv1.GetEntityResponse{Entity: e, Edges: v.edges(edges), Refs: e.Refs}, nil
 }
 
+// pageSize checks a request's page size; 0 means def.
+func pageSize(n int32, def int) (int, error) {
+	if n < 0 || n > maxPageSize {
+		return 0, invalid("pageSize", fmt.Sprintf("pageSize must be 0 to %d", maxPageSize))
+	}
+	if n == 0 {
+		return def, nil
+	}
+	return int(n), nil
+}
+
 // ListEntities lists nodes by type and label, sorted by id, paged.
 func (h *handler) ListEntities(ctx context.Context, req *memoryv1.ListEntitiesRequest) (*memoryv1.ListEntitiesResponse, error) {
 	v, err := h.viewer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	size := int(req.GetPageSize())
-	if size < 0 || size > maxPageSize {
-		return nil, invalid("pageSize", fmt.Sprintf("pageSize must be 0 to %d", maxPageSize))
-	}
-	if size == 0 {
-		size = 50
+	size, err := pageSize(req.GetPageSize(), 50)
+	if err != nil {
+		return nil, err
 	}
 	if agent := req.GetAgentId(); agent != "" {
 		// Asking for another agent's entities is denied, as reading its
@@ -321,12 +329,9 @@ func (h *handler) GetEntityHistory(ctx context.Context, req *memoryv1.GetEntityH
 	if err != nil {
 		return nil, err
 	}
-	size := int(req.GetPageSize())
-	if size < 0 || size > maxPageSize {
-		return nil, invalid("pageSize", fmt.Sprintf("pageSize must be 0 to %d", maxPageSize))
-	}
-	if size == 0 {
-		size = 100
+	size, err := pageSize(req.GetPageSize(), 100)
+	if err != nil {
+		return nil, err
 	}
 	skip := 0
 	if tok := req.GetPageToken(); tok != "" {
