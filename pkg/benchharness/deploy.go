@@ -42,8 +42,10 @@ type deployment struct {
 	pa    memoryv1.ProposalApplyServiceClient
 	call  context.Context // carries the service token
 	token string
-	rest  *http.Client
-	base  string // REST base URL
+	// adminToken reads /debug/pprof (--profile).
+	adminToken string
+	rest       *http.Client
+	base       string // REST base URL
 }
 
 // ColdStart is how long a deployment took from process start to serving.
@@ -92,6 +94,9 @@ func (h *harness) deploy(ctx context.Context, kind, dataset string, m *Manifest,
 		return nil, err
 	}
 	if d.token, err = signer.Mint("membench", []auth.Role{auth.RoleService}, []string{"*"}, 24*time.Hour); err != nil {
+		return nil, err
+	}
+	if d.adminToken, err = signer.Mint("membench-admin", []auth.Role{auth.RoleAdmin}, []string{"*"}, 24*time.Hour); err != nil {
 		return nil, err
 	}
 	common := append([]string{"--data-dir", d.dataDir, "--auth-secret-file", secretFile, "--rate-limit=0",

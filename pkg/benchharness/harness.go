@@ -58,6 +58,9 @@ type Options struct {
 	Memoryd string `json:"memoryd,omitempty"`
 	// ExtraFlags are added to every memoryd command line.
 	ExtraFlags []string `json:"extraFlags,omitempty"`
+	// ProfileDir, when set, receives a CPU profile of every memoryd process
+	// per scenario of the main runs and a heap profile after the reads.
+	ProfileDir string `json:"profileDir,omitempty"`
 	// Keep leaves the runs' data dirs and logs in Work.
 	Keep bool `json:"keep"`
 	// MaxRSSMB: a memoryd process above it is killed and its run reported
@@ -299,8 +302,10 @@ func (h *harness) mainRun(ctx context.Context, kind, ds string, m *Manifest, cap
 		if sc.transport == "rest" {
 			fn = w.restOp(t, sc.name)
 		}
+		profiled := h.profileScenario(ctx, d, run.Name, sc.name+" "+sc.transport, o.Warmup+o.Duration)
 		res := runLoad(d.call, loadSpec{name: sc.name, transport: sc.transport, concurrency: o.Concurrency, warmup: o.Warmup,
 			duration: o.Duration, seed: m.Seed, procs: readProcs}, fn)
+		profiled()
 		run.Scenarios = append(run.Scenarios, res)
 		if err := d.alive(); err != nil {
 			return run, nil, err
@@ -308,6 +313,7 @@ func (h *harness) mainRun(ctx context.Context, kind, ds string, m *Manifest, cap
 	}
 
 	run.ReadPlane.RSSMB, run.ReadPlane.PeakMB = d.read.rss()
+	h.heapProfiles(ctx, d, run.Name)
 
 	st, err := d.si.GetIndexStatus(d.call, &memoryv1.GetIndexStatusRequest{})
 	if err != nil {
@@ -330,8 +336,10 @@ func (h *harness) mainRun(ctx context.Context, kind, ds string, m *Manifest, cap
 			Note: "from the commit's arrival on WatchCommits until the probe is found (polled every ~1 ms)"})
 	}
 	h.logf("%s: %s, %d proposals in flight, %s", run.Name, ScApply, o.WriteConcurrency, o.Duration)
+	profiled := h.profileScenario(ctx, d, run.Name, ScApply, o.Warmup+o.Duration)
 	res := runLoad(d.call, loadSpec{name: ScApply, transport: "grpc", concurrency: o.WriteConcurrency, warmup: o.Warmup,
 		duration: o.Duration, seed: m.Seed, procs: append(d.procs, self)}, applyOp(d, w, cw))
+	profiled()
 	res.Note = "req/s = commits/s across agents; latency from Propose until the commit arrives on WatchCommits"
 	run.Scenarios = append(run.Scenarios, res)
 	return run, payloads, d.alive()

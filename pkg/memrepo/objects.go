@@ -51,6 +51,7 @@ import (
 type objectStore struct {
 	dir   string       // absolute path of <repo>/objects
 	cache cache.Object // goroutine-safe LRU of decoded-to-memory objects
+	trees *treeCache   // decoded trees, for path lookups
 
 	mu          sync.Mutex
 	packs       []*packIndex // snapshot, replaced (never mutated) on rescan
@@ -75,6 +76,7 @@ func newObjectStore(gitDir string) *objectStore {
 	return &objectStore{
 		dir:         filepath.Join(gitDir, "objects"),
 		cache:       cache.NewObjectLRU(objectCacheSize),
+		trees:       newTreeCache(treeCacheSize),
 		unmergeable: map[string]bool{},
 	}
 }

@@ -47,10 +47,24 @@ func (r *Repo) commitObject(h plumbing.Hash) (*object.Commit, error) {
 }
 
 // treeEntries returns the entries of tree h (none for the zero hash, which
-// stands for "no tree", e.g. the parent of a root commit).
+// stands for "no tree", e.g. the parent of a root commit). The slice is
+// shared: callers must not modify it.
 func (r *Repo) treeEntries(h plumbing.Hash) ([]object.TreeEntry, error) {
+	t, err := r.tree(h)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return t.entries, nil
+}
+
+// tree returns tree h decoded, from the cache when it was seen (nil for the
+// zero hash).
+func (r *Repo) tree(h plumbing.Hash) (*decodedTree, error) {
 	if h.IsZero() {
 		return nil, nil
+	}
+	if t, ok := r.objs.trees.get(h); ok {
+		return t, nil
 	}
 	o, err := r.objs.get(plumbing.TreeObject, h)
 	if err != nil {
@@ -60,7 +74,9 @@ func (r *Repo) treeEntries(h plumbing.Hash) ([]object.TreeEntry, error) {
 	if err := t.Decode(o); err != nil {
 		return nil, fmt.Errorf("memrepo: decode tree %s: %w", h, err)
 	}
-	return t.Entries, nil
+	dt := newDecodedTree(t.Entries)
+	r.objs.trees.put(h, dt)
+	return dt, nil
 }
 
 // lookupPath walks from root tree to the entry for path, one tree per
@@ -72,18 +88,15 @@ func (r *Repo) lookupPath(root plumbing.Hash, path string) (object.TreeEntry, bo
 		if cur.Mode != filemode.Dir {
 			return object.TreeEntry{}, false, nil
 		}
-		entries, err := r.treeEntries(cur.Hash)
+		t, err := r.tree(cur.Hash)
 		if err != nil {
 			return object.TreeEntry{}, false, err
 		}
-		found := false
-		for _, e := range entries {
-			if e.Name == seg {
-				cur, found = e, true
-				break
-			}
+		if t == nil {
+			return object.TreeEntry{}, false, nil
 		}
-		if !found {
+		var found bool
+		if cur, found = t.find(seg); !found {
 			return object.TreeEntry{}, false, nil
 		}
 	}
@@ -233,17 +246,13 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ea, err := r.treeEntries(a)
+	ta, err := r.tree(a)
 	if err != nil {
 		return err
 	}
-	eb, err := r.treeEntries(b)
+	tb, err := r.tree(b)
 	if err != nil {
 		return err
-	}
-	byName := make(map[string]object.TreeEntry, len(ea))
-	for _, e := range ea {
-		byName[e.Name] = e
 	}
 	// all adds every file at or below entry e (one side of a change).
 	all := func(e object.TreeEntry) error {
@@ -253,9 +262,8 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 		set[prefix+e.Name] = true
 		return nil
 	}
-	for _, nb := range eb {
-		na, ok := byName[nb.Name]
-		delete(byName, nb.Name)
+	for _, nb := range entriesOf(tb) {
+		na, ok := findIn(ta, nb.Name)
 		switch {
 		case !ok:
 			err = all(nb)
@@ -272,12 +280,31 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 			return err
 		}
 	}
-	for _, na := range byName { // deleted on b's side
+	for _, na := range entriesOf(ta) { // deleted on b's side
+		if _, ok := findIn(tb, na.Name); ok {
+			continue
+		}
 		if err := all(na); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// entriesOf is t's entries; none for the empty (nil) tree.
+func entriesOf(t *decodedTree) []object.TreeEntry {
+	if t == nil {
+		return nil
+	}
+	return t.entries
+}
+
+// findIn finds name in t; never in the empty (nil) tree.
+func findIn(t *decodedTree, name string) (object.TreeEntry, bool) {
+	if t == nil {
+		return object.TreeEntry{}, false
+	}
+	return t.find(name)
 }
 
 // Walk calls fn for from and then each first parent, newest to oldest, until

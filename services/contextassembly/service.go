@@ -225,6 +225,8 @@ func (s *Service) alwaysLoad(files agentFiles) ([]memread.Block, error) {
 
 // exists reports whether the agent has any memory at the commit.
 func (a agentFiles) exists() (bool, error) {
-	paths, err := a.repo.ListFiles(a.ctx, a.commit, "memory/"+a.agent)
-	return len(paths) > 0, err
+	// The folder's hash, not a listing: git keeps no empty trees, so a
+	// folder is there exactly when it holds files.
+	h, err := a.repo.TreeHash(a.ctx, a.commit, strings.TrimSuffix(memlayout.AgentDir(a.agent), "/"))
+	return !h.IsZero(), err
 }
