@@ -236,3 +236,22 @@ func tamper(tb testing.TB, tok string) string {
 	parts[1] = strings.Split(forged, ".")[1]
 	return strings.Join(parts, ".")
 }
+
+// A token verified once is remembered, but its time claims are checked on
+// every use, and callers get their own copy of the claims.
+func TestVerifiedTokenCacheRechecksTime(t *testing.T) {
+	clk := newFakeClock()
+	s, v := newPair(t, testSecret(t), clk)
+	tok, err := s.Mint("svc", []Role{RoleService}, []string{"*"}, time.Minute)
+	require.NoError(t, err)
+	c, err := v.Verify(tok)
+	require.NoError(t, err)
+	c.Subject = "changed by a caller"
+	again, err := v.Verify(tok)
+	require.NoError(t, err)
+	require.Equal(t, "svc", again.Subject)
+
+	clk.Advance(time.Minute + DefaultLeeway)
+	_, err = v.Verify(tok)
+	require.ErrorIs(t, err, ErrExpiredToken)
+}

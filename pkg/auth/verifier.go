@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/garden-bloom/memory/pkg/lru"
 )
 
 // Sentinel errors returned (wrapped) by [Verifier.Verify]; test with
@@ -83,7 +85,23 @@ type Verifier struct {
 	jwksPath    string
 	jwksRefresh time.Duration
 	jwks        *jwksSource // nil without a JWKS file
+
+	// verified remembers tokens that passed, so the signature and JSON of a
+	// token presented on every call are checked once; the time-dependent
+	// claims are checked again on every use.
+	verified *lru.Cache[string, verifiedToken]
 }
+
+// verifiedToken is a token that passed, with the JWKS key set in effect then
+// (nil without JWKS): a reloaded set means verifying it again, so a key
+// taken out of the file stops working at once.
+type verifiedToken struct {
+	claims *Claims
+	keys   *JWKS
+}
+
+// verifiedCacheSize bounds the verified-token cache (approximate bytes).
+const verifiedCacheSize = 4 << 20
 
 // VerifierOption configures a [Verifier].
 type VerifierOption func(*Verifier)
@@ -147,6 +165,7 @@ func NewVerifier(secret []byte, opts ...VerifierOption) (*Verifier, error) {
 		now:         time.Now,
 		leeway:      DefaultLeeway,
 		jwksRefresh: DefaultJWKSRefresh,
+		verified:    lru.New[string, verifiedToken](verifiedCacheSize),
 	}
 	for _, o := range opts {
 		o(v)
@@ -178,6 +197,14 @@ func (v *Verifier) Verify(token string) (*Claims, error) {
 	if token == "" {
 		return nil, ErrMissingToken
 	}
+	keys := v.currentKeys()
+	if hit, ok := v.verified.Get(token); ok && hit.keys == keys {
+		if causes, _ := v.checkClaims(hit.claims); len(causes) == 0 {
+			c := *hit.claims
+			return &c, nil
+		}
+		// No longer valid (expired, say): the full check below says why.
+	}
 	p := jwt.NewParser(
 		jwt.WithValidMethods(v.algorithms()),
 		// Claims are checked by checkClaims below, after the signature, so
@@ -198,7 +225,17 @@ func (v *Verifier) Verify(token string) (*Claims, error) {
 		}
 		return nil, &VerifyError{kind: ErrInvalidToken, causes: causes, detail: detail}
 	}
+	cached := *claims
+	v.verified.Put(token, verifiedToken{claims: &cached, keys: keys}, int64(len(token))+512)
 	return claims, nil
+}
+
+// currentKeys is the JWKS key set in effect (nil without JWKS).
+func (v *Verifier) currentKeys() *JWKS {
+	if v.jwks == nil {
+		return nil
+	}
+	return v.jwks.keys(false)
 }
 
 // algorithms lists the JWS "alg" values this Verifier accepts.

@@ -21,7 +21,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/garden-bloom/memory/pkg/lru"
 )
 
 // objectStore reads and writes the repository's object database (objects/)
@@ -49,9 +52,10 @@ import (
 // decoded *object.Commit and *object.Tree values handed to callers can still
 // use their storer-backed methods (Tree(), Parents(), File(), ...) safely.
 type objectStore struct {
-	dir   string       // absolute path of <repo>/objects
-	cache cache.Object // goroutine-safe LRU of decoded-to-memory objects
-	trees *treeCache   // decoded trees, for path lookups
+	dir     string                                    // absolute path of <repo>/objects
+	cache   cache.Object                              // goroutine-safe LRU of decoded-to-memory objects
+	trees   *lru.Cache[plumbing.Hash, *decodedTree]   // for path lookups
+	commits *lru.Cache[plumbing.Hash, *object.Commit] // decoded, shared
 
 	mu          sync.Mutex
 	packs       []*packIndex // snapshot, replaced (never mutated) on rescan
@@ -72,11 +76,16 @@ type packIndex struct {
 // (a few KiB), so this holds the hot trees and blobs of thousands of agents.
 const objectCacheSize = 64 * cache.MiByte
 
+// commitCacheSize bounds the decoded-commit cache: every read resolves the
+// head commit, several times.
+const commitCacheSize = 8 << 20
+
 func newObjectStore(gitDir string) *objectStore {
 	return &objectStore{
 		dir:         filepath.Join(gitDir, "objects"),
 		cache:       cache.NewObjectLRU(objectCacheSize),
-		trees:       newTreeCache(treeCacheSize),
+		trees:       newTreeCache(),
+		commits:     lru.New[plumbing.Hash, *object.Commit](commitCacheSize),
 		unmergeable: map[string]bool{},
 	}
 }

@@ -31,7 +31,11 @@ var (
 
 // commitObject loads and decodes commit h. The result is backed by r.objs, so
 // its Tree()/Parents() methods work and are goroutine-safe.
+// The result is shared through a cache: callers must not modify it.
 func (r *Repo) commitObject(h plumbing.Hash) (*object.Commit, error) {
+	if c, ok := r.objs.commits.Get(h); ok {
+		return c, nil
+	}
 	o, err := r.objs.get(plumbing.CommitObject, h)
 	if err != nil {
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
@@ -43,6 +47,7 @@ func (r *Repo) commitObject(h plumbing.Hash) (*object.Commit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: decode commit %s: %w", h, err)
 	}
+	r.objs.commits.Put(h, c, int64(256+len(c.Message)))
 	return c, nil
 }
 
@@ -63,7 +68,7 @@ func (r *Repo) tree(h plumbing.Hash) (*decodedTree, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
-	if t, ok := r.objs.trees.get(h); ok {
+	if t, ok := r.objs.trees.Get(h); ok {
 		return t, nil
 	}
 	o, err := r.objs.get(plumbing.TreeObject, h)
@@ -75,7 +80,7 @@ func (r *Repo) tree(h plumbing.Hash) (*decodedTree, error) {
 		return nil, fmt.Errorf("memrepo: decode tree %s: %w", h, err)
 	}
 	dt := newDecodedTree(t.Entries)
-	r.objs.trees.put(h, dt)
+	r.objs.trees.Put(h, dt, dt.cost)
 	return dt, nil
 }
 
@@ -209,7 +214,8 @@ func (r *Repo) collectFiles(ctx context.Context, tree plumbing.Hash, prefix stri
 	return nil
 }
 
-// CommitInfo returns commit h (message, author, committer, parents, tree).
+// CommitInfo returns commit h (message, author, committer, parents, tree);
+// it is shared: do not modify it.
 // An unknown hash, or one that is not a commit, is ErrRevisionNotFound.
 func (r *Repo) CommitInfo(ctx context.Context, h plumbing.Hash) (*object.Commit, error) {
 	if err := ctx.Err(); err != nil {

@@ -1,11 +1,10 @@
 package memrepo
 
 import (
-	"container/list"
-	"sync"
-
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/garden-bloom/memory/pkg/lru"
 )
 
 // decodedTree is a tree object decoded once and shared by every reader
@@ -54,57 +53,12 @@ func (t *decodedTree) find(name string) (object.TreeEntry, bool) {
 	return object.TreeEntry{}, false
 }
 
-// treeCache is an LRU of decoded trees bounded by approximate bytes.
+// treeCacheSize bounds the decoded-tree cache (approximate bytes): the hot
+// path trees of thousands of agents (root, memory/, each agent folder) fit.
 // Decoding big trees on every path lookup was over half the CPU of a read
 // (issue #9 profile: object.(*Tree).Decode 56 %, most of the rest GC).
-type treeCache struct {
-	mu    sync.Mutex
-	max   int64
-	size  int64
-	order *list.List // front = most recently used; values are *treeCacheItem
-	items map[plumbing.Hash]*list.Element
-}
-
-type treeCacheItem struct {
-	hash plumbing.Hash
-	tree *decodedTree
-}
-
-// treeCacheSize bounds the decoded-tree cache: the hot path trees of
-// thousands of agents (root, memory/, each agent folder) fit easily.
 const treeCacheSize = 32 << 20
 
-func newTreeCache(max int64) *treeCache {
-	return &treeCache{max: max, order: list.New(), items: map[plumbing.Hash]*list.Element{}}
-}
-
-func (c *treeCache) get(h plumbing.Hash) (*decodedTree, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[h]
-	if !ok {
-		return nil, false
-	}
-	c.order.MoveToFront(el)
-	return el.Value.(*treeCacheItem).tree, true
-}
-
-func (c *treeCache) put(h plumbing.Hash, t *decodedTree) {
-	if t.cost > c.max/4 {
-		return // a giant tree would evict everything else
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.items[h]; ok {
-		return
-	}
-	c.items[h] = c.order.PushFront(&treeCacheItem{hash: h, tree: t})
-	c.size += t.cost
-	for c.size > c.max {
-		last := c.order.Back()
-		item := last.Value.(*treeCacheItem)
-		c.order.Remove(last)
-		delete(c.items, item.hash)
-		c.size -= item.tree.cost
-	}
+func newTreeCache() *lru.Cache[plumbing.Hash, *decodedTree] {
+	return lru.New[plumbing.Hash, *decodedTree](treeCacheSize)
 }

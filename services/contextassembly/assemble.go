@@ -63,9 +63,6 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	if err != nil {
 		return nil, err
 	}
-	if err := h.checkSnapshot(ctx, files); err != nil {
-		return nil, err
-	}
 	sha := files.commit.String()
 	resp := &memoryv1.AssembleContextResponse{AgentId: req.GetAgentId(), Commit: sha,
 		AssembledAt: timestamppb.New(commit.Committer.When), Budget: int32(budget), TokensByLayer: map[string]int32{}}
@@ -80,15 +77,12 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	}
 
 	// 1. Layer 1, always first, cut at section boundaries if the budget is tiny.
-	blocks, err := h.svc.alwaysLoad(files)
+	read, err := h.readFolder(ctx, files, memread.Request{Mode: memread.Wide, MaxTokens: budget,
+		Include: []string{memlayout.SnapshotFile, memlayout.OpenLoopsFile, memlayout.FactsFile}}, false, nil)
 	if err != nil {
-		return nil, h.unavailable(err)
+		return nil, err
 	}
-	l1, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: h.svc.count},
-		memread.Request{Mode: memread.Wide, MaxTokens: budget, Include: []string{memlayout.SnapshotFile, memlayout.OpenLoopsFile, memlayout.FactsFile}, AlwaysLoad: blocks})
-	if err != nil {
-		return nil, h.unavailable(err)
-	}
+	l1 := read.res
 	inLayer1 := map[string]bool{}
 	for _, f := range l1.Files {
 		if rel, ok := strings.CutPrefix(f.Rel, memread.AlwaysLoadPrefix); ok {

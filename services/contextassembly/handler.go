@@ -107,11 +107,10 @@ func (h *handler) at(ctx context.Context, agent, at string) (agentFiles, *object
 		return agentFiles{}, nil, h.unavailable(err)
 	}
 	files := agentFiles{ctx: ctx, repo: repo, commit: commit, agent: agent}
-	ok, err := files.exists()
-	if err != nil {
+	if files.tree, err = files.folderHash(); err != nil {
 		return agentFiles{}, nil, h.unavailable(err)
 	}
-	if !ok {
+	if files.tree.IsZero() {
 		return agentFiles{}, nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_AGENT_NOT_FOUND,
 			fmt.Sprintf("agent %q has no memory at %s", agent, commit.String()[:12]), nil)
 	}
@@ -161,48 +160,40 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 	if err != nil {
 		return nil, err
 	}
-	if err := h.checkSnapshot(ctx, files); err != nil {
+	var extra func() ([]memread.File, error)
+	if m == memread.Temporal {
+		extra = func() ([]memread.File, error) {
+			to := req.GetTo()
+			if to == "" {
+				to = files.commit.String()
+			}
+			changes, _, err := h.temporalDiffs(ctx, req.GetAgentId(), req.GetFrom(), to, commit.Committer.When)
+			if err != nil {
+				return nil, err
+			}
+			var out []memread.File
+			for _, c := range changes {
+				text, _, _ := memdiff.Unified(c.rel, c.before, c.after, diffContext)
+				if text != "" {
+					out = append(out, memread.File{Rel: "diffs/" + c.rel, Content: text, Layer: 2})
+				}
+			}
+			return out, nil
+		}
+	}
+	read, err := h.readFolder(ctx, files, memread.Request{
+		Mode: m, MaxTokens: int(req.GetMaxTokens()), Include: req.GetIncludeFiles(), Exclude: req.GetExcludeFiles(),
+		Today: commit.Committer.When.UTC().Format("2006-01-02"),
+	}, true, extra)
+	if err != nil {
 		return nil, err
 	}
-	metaRaw, _, err := files.read(memlayout.MetaFile)
-	if err != nil {
-		return nil, h.unavailable(err)
-	}
-	meta, _ := memlayout.ParseMeta([]byte(metaRaw)) // an unreadable meta.json reads as version 0
-	var extra []memread.File
+	res, meta := read.res, read.meta
 	diffs := map[string]string{}
-	if m == memread.Temporal {
-		to := req.GetTo()
-		if to == "" {
-			to = files.commit.String()
-		}
-		changes, _, err := h.temporalDiffs(ctx, req.GetAgentId(), req.GetFrom(), to, commit.Committer.When)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range changes {
-			text, _, _ := memdiff.Unified(c.rel, c.before, c.after, diffContext)
-			if text != "" {
-				extra = append(extra, memread.File{Rel: "diffs/" + c.rel, Content: text, Layer: 2})
-			}
-		}
-	}
-	blocks, err := h.svc.alwaysLoad(files)
-	if err != nil {
-		return nil, h.unavailable(err)
-	}
-	res, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: h.svc.count}, memread.Request{
-		Mode: m, MaxTokens: int(req.GetMaxTokens()), Include: req.GetIncludeFiles(), Exclude: req.GetExcludeFiles(),
-		Today: commit.Committer.When.UTC().Format("2006-01-02"), Reserved: h.svc.count(metaRaw), Extra: extra,
-		AlwaysLoad: blocks,
-	})
-	if err != nil {
-		return nil, h.unavailable(err)
-	}
 	resp := &memoryv1.ReadMemoryResponse{
 		AgentId: req.GetAgentId(), Version: meta.Version, Commit: files.commit.String(),
 		LoadedAt: timestamppb.New(commit.Committer.When), Mode: readMode, TokenCount: int32(res.Tokens),
-		Content: map[string]string{}, Meta: metaMessage(req.GetAgentId(), meta), Truncated: res.Truncated, Warnings: res.Warnings,
+		Content: map[string]string{}, Meta: metaMessage(req.GetAgentId(), meta), Truncated: res.Truncated, Warnings: slices.Clip(res.Warnings),
 	}
 	if resp.Mode == memoryv1.ReadMode_READ_MODE_UNSPECIFIED {
 		resp.Mode = memoryv1.ReadMode_READ_MODE_BASIC

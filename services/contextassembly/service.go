@@ -18,6 +18,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/lru"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memread"
 	"github.com/garden-bloom/memory/pkg/memrepo"
@@ -55,10 +56,12 @@ type Service struct {
 	countMu    sync.Mutex
 	countCache map[[32]byte]int
 
-	// blockCache memoises each agent folder's ALWAYS_LOAD blocks by the
+	// blocks memoises each agent folder's ALWAYS_LOAD blocks by the
 	// folder's tree hash, so reads do not scan every run file each time.
-	blockMu    sync.Mutex
-	blockCache map[plumbing.Hash][]memread.Block
+	blocks *lru.Cache[plumbing.Hash, []memread.Block]
+	// reads memoises reads of an agent folder by its tree hash and the
+	// request (see readFolder).
+	reads *lru.Cache[readKey, *folderRead]
 
 	usage  *usage
 	cancel context.CancelFunc
@@ -68,6 +71,14 @@ type Service struct {
 // maxCountCache bounds the token-count cache (entries, not bytes).
 const maxCountCache = 100_000
 
+// Cache sizes in approximate bytes. A basic read of an agent near its
+// Layer 1 limits holds ~25 KB, so 64 MiB keeps the hot reads of a few
+// thousand agents.
+const (
+	blockCacheSize = 8 << 20
+	readCacheSize  = 64 << 20
+)
+
 // New returns the service.
 func New(d Deps) (*Service, error) {
 	counter, err := tokens.New(d.TokenEncoding)
@@ -75,7 +86,8 @@ func New(d Deps) (*Service, error) {
 		return nil, err
 	}
 	logger := d.Logger.With("service", "context-assembly")
-	return &Service{deps: d, logger: logger, counter: counter, countCache: map[[32]byte]int{}, blockCache: map[plumbing.Hash][]memread.Block{}, repo: memrepo.NewLazy(d.RepoPath),
+	return &Service{deps: d, logger: logger, counter: counter, countCache: map[[32]byte]int{}, repo: memrepo.NewLazy(d.RepoPath),
+		blocks: lru.New[plumbing.Hash, []memread.Block](blockCacheSize), reads: lru.New[readKey, *folderRead](readCacheSize),
 		usage: newUsage(d.Usage, logger)}, nil
 }
 
@@ -169,6 +181,7 @@ type agentFiles struct {
 	repo   *memrepo.Repo
 	commit plumbing.Hash
 	agent  string
+	tree   plumbing.Hash // the agent folder's hash at commit
 }
 
 func (a agentFiles) read(rel string) (string, bool, error) {
@@ -200,33 +213,23 @@ func (a agentFiles) list(dir string) ([]string, error) {
 
 // alwaysLoad returns the agent's ALWAYS_LOAD blocks at the files' commit.
 func (s *Service) alwaysLoad(files agentFiles) ([]memread.Block, error) {
-	tree, err := files.repo.TreeHash(files.ctx, files.commit, strings.TrimSuffix(memlayout.AgentDir(files.agent), "/"))
-	if err != nil {
-		return nil, err
-	}
-	s.blockMu.Lock()
-	blocks, ok := s.blockCache[tree]
-	s.blockMu.Unlock()
-	if ok {
+	if blocks, ok := s.blocks.Get(files.tree); ok {
 		return blocks, nil
 	}
-	blocks, err = memread.CollectAlwaysLoad(memread.Source{Read: files.read, List: files.list, Count: s.count})
+	blocks, err := memread.CollectAlwaysLoad(memread.Source{Read: files.read, List: files.list, Count: s.count})
 	if err != nil {
 		return nil, err
 	}
-	s.blockMu.Lock()
-	if len(s.blockCache) >= maxCountCache/10 {
-		clear(s.blockCache)
+	cost := int64(64)
+	for _, b := range blocks {
+		cost += int64(len(b.Rel) + len(b.Content) + 32)
 	}
-	s.blockCache[tree] = blocks
-	s.blockMu.Unlock()
+	s.blocks.Put(files.tree, blocks, cost)
 	return blocks, nil
 }
 
-// exists reports whether the agent has any memory at the commit.
-func (a agentFiles) exists() (bool, error) {
-	// The folder's hash, not a listing: git keeps no empty trees, so a
-	// folder is there exactly when it holds files.
-	h, err := a.repo.TreeHash(a.ctx, a.commit, strings.TrimSuffix(memlayout.AgentDir(a.agent), "/"))
-	return !h.IsZero(), err
+// folderHash returns the hash of the agent's folder at the files' commit;
+// zero when the agent has no memory there (git keeps no empty trees).
+func (a agentFiles) folderHash() (plumbing.Hash, error) {
+	return a.repo.TreeHash(a.ctx, a.commit, strings.TrimSuffix(memlayout.AgentDir(a.agent), "/"))
 }

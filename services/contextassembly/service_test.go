@@ -289,3 +289,37 @@ func TestRepositoryUnavailableAnswersWithRetryInfo(t *testing.T) {
 	require.Equal(t, 5*time.Second, retry.GetRetryDelay().AsDuration())
 	require.Equal(t, "REPOSITORY_UNAVAILABLE", apierr.Info(err).GetReason())
 }
+
+// Reads are cached by the agent folder's hash: two agents with identical
+// folders still get their own answers, a commit to one agent shows at once,
+// and the other agent's read is unchanged.
+func TestReadCacheFollowsFolders(t *testing.T) {
+	e := newEnv(t)
+	same := map[string]string{}
+	for _, agent := range []string{"twin-a", "twin-b"} {
+		same["memory/"+agent+"/snapshot.md"] = "# Snapshot\n\n## Role\nTwin.\n"
+		same["memory/"+agent+"/meta.json"] = `{"version":1,"schemaVersion":"1.0"}`
+	}
+	e.commit("seed twins", same)
+	read := func(agent string) *memoryv1.ReadMemoryResponse {
+		resp, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: agent})
+		require.NoError(t, err)
+		return resp
+	}
+	for range 2 { // the second round is served from the cache
+		for _, agent := range []string{"twin-a", "twin-b"} {
+			resp := read(agent)
+			require.Equal(t, agent, resp.GetAgentId())
+			require.Equal(t, agent, resp.GetMeta().GetAgentId())
+			require.Contains(t, resp.GetContent()["snapshot.md"], "Twin.")
+		}
+	}
+	before := read("twin-b")
+	head := e.commit("change a", map[string]string{"memory/twin-a/snapshot.md": "# Snapshot\n\n## Role\nChanged.\n"})
+	a := read("twin-a")
+	require.Equal(t, head.String(), a.GetCommit())
+	require.Contains(t, a.GetContent()["snapshot.md"], "Changed.")
+	b := read("twin-b")
+	require.Equal(t, head.String(), b.GetCommit(), "the answer names the commit it was read at")
+	require.Equal(t, before.GetContent(), b.GetContent())
+}

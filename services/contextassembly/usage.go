@@ -2,6 +2,7 @@ package contextassembly
 
 import (
 	"context"
+	"hash/maphash"
 	"log/slog"
 	"maps"
 	"slices"
@@ -27,10 +28,25 @@ type usage struct {
 
 	mu      sync.Mutex
 	pending map[string]map[string]time.Time // agent -> fact hash -> used at
+	// recent is, per agent, the facts text last recorded and when, so that
+	// reads of unchanged facts within usageResolution are not parsed and
+	// reported again.
+	recent map[string]recentFacts
 }
 
+type recentFacts struct {
+	sum uint64 // maphash of the facts text
+	at  time.Time
+}
+
+// usageResolution matches proposal-apply's: uses closer together than this
+// change nothing it saves.
+const usageResolution = time.Hour
+
+var usageSeed = maphash.MakeSeed()
+
 func newUsage(client memoryv1.ProposalApplyServiceClient, logger *slog.Logger) *usage {
-	return &usage{client: client, logger: logger, now: time.Now, pending: map[string]map[string]time.Time{}}
+	return &usage{client: client, logger: logger, now: time.Now, pending: map[string]map[string]time.Time{}, recent: map[string]recentFacts{}}
 }
 
 // record notes the facts in a facts.md text that a read returned.
@@ -39,8 +55,13 @@ func (u *usage) record(agent, factsMD string) {
 		return
 	}
 	at := u.now()
+	sum := maphash.String(usageSeed, factsMD)
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if r, ok := u.recent[agent]; ok && r.sum == sum && at.Sub(r.at) < usageResolution {
+		return
+	}
+	u.recent[agent] = recentFacts{sum: sum, at: at}
 	m := u.pending[agent]
 	if m == nil {
 		m = map[string]time.Time{}

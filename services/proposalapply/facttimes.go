@@ -22,9 +22,10 @@ type factTimes struct {
 	blobs blob.Store
 	now   func() time.Time
 
-	mu    sync.Mutex
-	docs  map[string]*factDoc
-	dirty map[string]bool
+	flushMu sync.Mutex
+	mu      sync.Mutex
+	docs    map[string]*factDoc
+	dirty   map[string]bool
 }
 
 // factDoc is fact-index/<agentId>.json.
@@ -70,15 +71,6 @@ func (f *factTimes) load(ctx context.Context, agentID string) (*factDoc, error) 
 	return d, nil
 }
 
-func (f *factTimes) save(ctx context.Context, agentID string, d *factDoc) error {
-	data, err := json.Marshal(d)
-	if err != nil {
-		return err
-	}
-	_, err = blob.PutBytes(ctx, f.blobs, factKey(agentID), data, blob.PutOptions{ContentType: "application/json"})
-	return err
-}
-
 // TimeOf returns the function eviction orders facts by: the later of when a
 // fact was added and when it was last used.
 func (f *factTimes) TimeOf(ctx context.Context, agentID string) (func(text string) time.Time, error) {
@@ -122,22 +114,30 @@ func (f *factTimes) Added(ctx context.Context, agentID string, facts []string, a
 	})
 }
 
+// UsageResolution is how much newer a use must be than the recorded one to
+// be saved. Eviction ranks facts by days unused (30 by default), so a fact
+// read all the time need not rewrite the agent's index on every flush.
+const UsageResolution = time.Hour
+
 // Used records usage reports; it returns how many were accepted.
 func (f *factTimes) Used(ctx context.Context, agentID string, used map[string]time.Time) (int, error) {
-	n := 0
 	err := f.update(ctx, agentID, func(d *factDoc) int {
+		changed := 0
 		for h, at := range used {
 			if d.Facts[h] == nil {
 				d.Facts[h] = &factTime{}
 			}
-			if at.After(d.Facts[h].Used) {
+			if at.Sub(d.Facts[h].Used) >= UsageResolution {
 				d.Facts[h].Used = at.UTC()
+				changed++
 			}
-			n++
 		}
-		return n
+		return changed
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return len(used), nil
 }
 
 func (f *factTimes) update(ctx context.Context, agentID string, fn func(*factDoc) int) error {
@@ -153,17 +153,33 @@ func (f *factTimes) update(ctx context.Context, agentID string, fn func(*factDoc
 	return nil
 }
 
-// Flush writes every changed agent's document.
+// Flush writes every changed agent's document. The documents are encoded
+// under the lock and written outside it, so applies (TimeOf, Added) never
+// wait for the object store.
 func (f *factTimes) Flush(ctx context.Context) error {
+	f.flushMu.Lock() // one flush at a time: an older encoding must not land last
+	defer f.flushMu.Unlock()
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	pending := make(map[string][]byte, len(f.dirty))
 	var errs []error
 	for agentID := range f.dirty {
-		if err := f.save(ctx, agentID, f.docs[agentID]); err != nil {
+		data, err := json.Marshal(f.docs[agentID])
+		if err != nil {
 			errs = append(errs, fmt.Errorf("fact index %s: %w", agentID, err))
 			continue
 		}
+		pending[agentID] = data
 		delete(f.dirty, agentID)
+	}
+	f.mu.Unlock()
+	for agentID, data := range pending {
+		_, err := blob.PutBytes(ctx, f.blobs, factKey(agentID), data, blob.PutOptions{ContentType: "application/json"})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("fact index %s: %w", agentID, err))
+			f.mu.Lock()
+			f.dirty[agentID] = true // retried on the next flush
+			f.mu.Unlock()
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,67 @@
+package lru
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestEvictsLeastRecentlyUsedByCost(t *testing.T) {
+	c := New[string, int](100)
+	c.Put("a", 1, 25)
+	c.Put("b", 2, 25)
+	c.Put("c", 3, 25)
+	v, ok := c.Get("a") // a is now the most recent
+	require.True(t, ok)
+	require.Equal(t, 1, v)
+	c.Put("d", 4, 25)
+	c.Put("e", 5, 25) // 125 > 100: b, the least recent, goes
+	_, ok = c.Get("b")
+	require.False(t, ok)
+	for _, k := range []string{"a", "c", "d", "e"} {
+		_, ok := c.Get(k)
+		require.True(t, ok, k)
+	}
+	require.Equal(t, int64(100), c.Cost())
+	require.Equal(t, 4, c.Len())
+}
+
+func TestReplaceUpdatesCost(t *testing.T) {
+	c := New[string, string](100)
+	c.Put("a", "x", 10)
+	c.Put("a", "y", 20)
+	v, _ := c.Get("a")
+	require.Equal(t, "y", v)
+	require.Equal(t, int64(20), c.Cost())
+	require.Equal(t, 1, c.Len())
+}
+
+func TestRefusesValuesOverAQuarter(t *testing.T) {
+	c := New[string, int](100)
+	c.Put("small", 1, 10)
+	c.Put("huge", 2, 26)
+	_, ok := c.Get("huge")
+	require.False(t, ok)
+	_, ok = c.Get("small")
+	require.True(t, ok, "a refused value evicts nothing")
+}
+
+func TestConcurrentUse(t *testing.T) {
+	c := New[int, int](1000)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 2000 {
+				k := (g*7 + i) % 300
+				if v, ok := c.Get(k); ok {
+					require.Equal(t, k*2, v, fmt.Sprint(k))
+				}
+				c.Put(k, k*2, 10)
+			}
+		})
+	}
+	wg.Wait()
+	require.LessOrEqual(t, c.Cost(), int64(1000))
+}

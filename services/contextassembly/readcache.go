@@ -1,0 +1,91 @@
+package contextassembly
+
+import (
+	"context"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memread"
+)
+
+// readKey names a read of an agent folder. A folder's tree hash fixes every
+// byte of its files, so the same key always gives the same result: cached
+// reads need no invalidation, and a commit to one agent leaves every other
+// agent's cached reads valid.
+type readKey struct {
+	agent       string
+	tree        plumbing.Hash
+	mode        memread.Mode
+	maxTokens   int
+	include     string // NUL-joined
+	exclude     string
+	today       string // deep mode only: it picks the timeline days
+	reserveMeta bool
+}
+
+// folderRead is a read of an agent folder: shared once cached, so nothing
+// may modify it.
+type folderRead struct {
+	res  *memread.Result
+	meta memlayout.Meta
+}
+
+func (r *folderRead) cost() int64 {
+	n := int64(512)
+	for _, f := range r.res.Files {
+		n += int64(len(f.Rel)+len(f.Content)) + 64
+	}
+	for _, w := range r.res.Warnings {
+		n += int64(len(w)) + 16
+	}
+	return n
+}
+
+// readFolder reads the agent's files for req (memread.Read), after checking
+// the snapshot is sound. With reserveMeta, meta.json's tokens count against
+// the budget (ReadMemory returns it beside the files). extra, when set,
+// renders files added after the mode's own (temporal diffs); such reads
+// depend on more than the folder and are not cached. The result is shared:
+// callers must not modify it.
+func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.Request, reserveMeta bool, extra func() ([]memread.File, error)) (*folderRead, error) {
+	key := readKey{agent: files.agent, tree: files.tree, mode: req.Mode, maxTokens: req.MaxTokens,
+		include: strings.Join(req.Include, "\x00"), exclude: strings.Join(req.Exclude, "\x00"), reserveMeta: reserveMeta}
+	if req.Mode == memread.Deep {
+		key.today = req.Today
+	}
+	if extra == nil {
+		if r, ok := h.svc.reads.Get(key); ok {
+			return r, nil
+		}
+	}
+	if err := h.checkSnapshot(ctx, files); err != nil {
+		return nil, err
+	}
+	metaRaw, _, err := files.read(memlayout.MetaFile)
+	if err != nil {
+		return nil, h.unavailable(err)
+	}
+	meta, _ := memlayout.ParseMeta([]byte(metaRaw)) // an unreadable meta.json reads as version 0
+	if reserveMeta {
+		req.Reserved = h.svc.count(metaRaw)
+	}
+	if extra != nil {
+		if req.Extra, err = extra(); err != nil {
+			return nil, err
+		}
+	}
+	if req.AlwaysLoad, err = h.svc.alwaysLoad(files); err != nil {
+		return nil, h.unavailable(err)
+	}
+	res, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: h.svc.count}, req)
+	if err != nil {
+		return nil, h.unavailable(err)
+	}
+	r := &folderRead{res: res, meta: meta}
+	if extra == nil {
+		h.svc.reads.Put(key, r, r.cost())
+	}
+	return r, nil
+}

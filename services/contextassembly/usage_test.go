@@ -1,0 +1,41 @@
+package contextassembly
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+)
+
+// unusedClient stands in for proposal-apply; record never calls it.
+type unusedClient struct {
+	memoryv1.ProposalApplyServiceClient
+}
+
+// Reads of unchanged facts within usageResolution are recorded once; a
+// change of the facts or the passing of the resolution records again.
+func TestUsageRecordsOncePerResolution(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	u := newUsage(unusedClient{}, slog.Default())
+	u.now = func() time.Time { return now }
+	facts := "# Facts\n\n## Domain\n- the east region runs three zones\n"
+
+	u.record("a", facts)
+	require.Len(t, u.pending["a"], 1)
+	clear(u.pending)
+
+	now = now.Add(10 * time.Minute)
+	u.record("a", facts)
+	require.Empty(t, u.pending, "same facts within the resolution: nothing new to report")
+
+	u.record("a", facts+"- the west region runs two\n")
+	require.Len(t, u.pending["a"], 2, "changed facts are recorded")
+	clear(u.pending)
+
+	now = now.Add(usageResolution)
+	u.record("a", facts+"- the west region runs two\n")
+	require.Len(t, u.pending["a"], 2, "after the resolution the same facts are recorded again")
+}
