@@ -340,7 +340,7 @@ func derive(p, content string) *fileState {
 				}
 			}
 			if len(ids) > 0 {
-				fs.facts = append(fs.facts, fact{section: f.Section, text: f.Text, line: f.Line, ids: ids})
+				fs.facts = append(fs.facts, fact{section: strings.Clone(f.Section), text: strings.Clone(f.Text), line: f.Line, ids: ids})
 			}
 		}
 	}
@@ -351,6 +351,9 @@ func derive(p, content string) *fileState {
 func fromMentions(ms []Mention) *fileState {
 	fs := &fileState{nodes: map[string]bool{}, edges: map[edgeKey]int{}}
 	for _, m := range ms {
+		// Clones: the graph outlives the file text, and a substring would
+		// keep all of it alive (most of the graph's memory, issue #9).
+		m.EntityID, m.Label, m.Target = strings.Clone(m.EntityID), strings.Clone(m.Label), strings.Clone(m.Target)
 		fs.decls = append(fs.decls, decl{m.EntityID, m.Label, m.Type})
 		fs.nodes[m.EntityID] = true
 		if m.Target == "" {

@@ -5,8 +5,13 @@ package tokens
 
 import (
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/garden-bloom/memory/pkg/lru"
 )
 
 // DefaultEncoding is the encoding limits are counted in unless configured.
@@ -15,7 +20,14 @@ const DefaultEncoding = "cl100k_base"
 // Counter counts tokens in one encoding. It is safe for concurrent use.
 type Counter struct {
 	codec tokenizer.Codec
+	// pieces memoises the counts of the pieces Count splits text into:
+	// memory files change a few lines at a time, so re-counting a 30 KB
+	// facts.md after an append tokenizes only the new lines.
+	pieces *lru.Cache[string, int]
 }
+
+// pieceCacheSize bounds the piece-count cache (approximate bytes).
+const pieceCacheSize = 16 << 20
 
 // New returns a counter for encoding (e.g. "cl100k_base", "o200k_base").
 func New(encoding string) (*Counter, error) {
@@ -26,17 +38,76 @@ func New(encoding string) (*Counter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens: encoding %q: %w", encoding, err)
 	}
-	return &Counter{codec: codec}, nil
+	return &Counter{codec: codec, pieces: lru.New[string, int](pieceCacheSize)}, nil
 }
 
 // Encoding is the name of the counter's encoding, recorded in meta.json.
 func (c *Counter) Encoding() string { return c.codec.GetName() }
 
 // Count returns the number of tokens in s.
+//
+// tiktoken first splits text with its encoding's pattern and then encodes
+// each match on its own, so counts add up over any split no match crosses.
+// No pattern alternative of cl100k_base or o200k_base continues past a
+// newline into a letter, digit or non-space ASCII character other than '/'
+// (only the whitespace alternatives reach a newline, and they stop there;
+// TestCountAddsUpOverPieces checks it against the plain count), so Count
+// splits after such newlines and counts each piece once (see pieces).
 func (c *Counter) Count(s string) int {
-	if s == "" {
-		return 0
+	total := 0
+	for len(s) > 0 {
+		piece := s[:pieceEnd(s)]
+		s = s[len(piece):]
+		if len(piece) < minCachedPiece {
+			total += c.count(piece)
+			continue
+		}
+		n, ok := c.pieces.Get(piece)
+		if !ok {
+			n = c.count(piece)
+			c.pieces.Put(strings.Clone(piece), n, int64(len(piece))+64)
+		}
+		total += n
 	}
+	return total
+}
+
+// minCachedPiece: shorter pieces are cheaper to count than to look up.
+const minCachedPiece = 24
+
+// pieceEnd returns the length of s's first piece: up to and including the
+// first newline followed by a safe start (see Count), or all of s.
+func pieceEnd(s string) int {
+	from := 0
+	for {
+		i := strings.IndexByte(s[from:], '\n')
+		if i < 0 {
+			return len(s)
+		}
+		end := from + i + 1
+		if end < len(s) && safeStart(s[end:]) {
+			return end
+		}
+		from = end
+		if from >= len(s) {
+			return len(s)
+		}
+	}
+}
+
+// safeStart reports whether a pattern match can start fresh at s: s begins
+// with a letter, a digit or an ASCII character that is not whitespace —
+// except '/', which o200k_base's punctuation alternative ("[\r\n/]*")
+// carries across a newline.
+func safeStart(s string) bool {
+	if b := s[0]; b < utf8.RuneSelf {
+		return b > ' ' && b != 0x7f && b != '/'
+	}
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+func (c *Counter) count(s string) int {
 	n, err := c.codec.Count(s)
 	if err != nil {
 		// Count fails only on invalid UTF-8, which validation rejects before

@@ -44,8 +44,13 @@ type Deps struct {
 	StateDir string
 }
 
-// saveEvery bounds how often the snapshot is rewritten.
-const saveEvery = 5 * time.Second
+// saveEvery bounds how often the snapshot is rewritten; a big graph waits
+// saveCostFactor times as long as its last save took, so saving stays a
+// small share of the CPU (a 20K-commit graph takes over a second).
+const (
+	saveEvery      = 5 * time.Second
+	saveCostFactor = 20
+)
 
 // Service is the entity-graph service.
 type Service struct {
@@ -105,14 +110,16 @@ func (s *Service) loop(ctx context.Context) {
 	s.load()
 	t := time.NewTicker(s.deps.Poll)
 	defer t.Stop()
-	lastSave := time.Now()
+	lastSave, interval := time.Now(), saveEvery
 	for {
 		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
 			s.logger.Debug("entity graph catch-up failed; will retry", "err", err)
 		}
-		if time.Since(lastSave) >= saveEvery {
+		if time.Since(lastSave) >= interval {
+			start := time.Now()
 			s.save()
 			lastSave = time.Now()
+			interval = max(saveEvery, saveCostFactor*lastSave.Sub(start))
 		}
 		select {
 		case <-ctx.Done():

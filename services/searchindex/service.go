@@ -128,8 +128,19 @@ func (s *Service) syncLoop(ctx context.Context) {
 		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
 			s.logger.Warn("index catch-up failed; will retry", "err", err)
 		}
+		// Commits arriving meanwhile wait for one batch: each batch is a
+		// new index segment, and one per commit at hundreds of commits a
+		// second was most of the index's CPU. A lone commit is not delayed.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(catchUpGap):
+		}
 	}
 }
+
+// catchUpGap is the least time between two catch-ups of the head.
+const catchUpGap = 20 * time.Millisecond
 
 // catchUp indexes what changed between the index's last commit and main.
 func (s *Service) catchUp(ctx context.Context) error {
