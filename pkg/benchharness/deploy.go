@@ -44,8 +44,15 @@ type deployment struct {
 	token string
 	// adminToken reads /debug/pprof (--profile).
 	adminToken string
-	rest       *http.Client
-	base       string // REST base URL
+	// bin and args start each process again (restart).
+	bin  string
+	args map[*process][]string
+	// head is the commit waitServing waits for: the data set's, then main's
+	// head when a restart is measured after the writes.
+	head   string
+	maxRSS int64
+	rest   *http.Client
+	base   string // REST base URL
 }
 
 // ColdStart is how long a deployment took from process start to serving.
@@ -77,7 +84,8 @@ type ColdStart struct {
 
 // deploy copies the data set to runDir/data and starts memoryd on it.
 func (h *harness) deploy(ctx context.Context, kind, dataset string, m *Manifest, runDir string) (*deployment, error) {
-	d := &deployment{kind: kind, dataDir: filepath.Join(runDir, "data"), manifest: m}
+	d := &deployment{kind: kind, dataDir: filepath.Join(runDir, "data"), manifest: m, bin: h.bin,
+		args: map[*process][]string{}, head: m.Head, maxRSS: h.maxRSS, runDir: runDir}
 	if err := os.MkdirAll(d.dataDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -108,9 +116,16 @@ func (h *harness) deploy(ctx context.Context, kind, dataset string, m *Manifest,
 		}
 	}
 	d.started = time.Now()
+	start := func(name string, args []string) (*process, error) {
+		p, err := startProcess(h.bin, name, runDir, args)
+		if err == nil {
+			d.args[p] = args
+		}
+		return p, err
+	}
 	switch kind {
 	case DeployAll:
-		p, err := startProcess(h.bin, "all", runDir, append(common, "--target=all", "--grpc-addr", addrs[0], "--http-addr", addrs[1]))
+		p, err := start("all", append(common, "--target=all", "--grpc-addr", addrs[0], "--http-addr", addrs[1]))
 		if err != nil {
 			return nil, err
 		}
@@ -119,13 +134,13 @@ func (h *harness) deploy(ctx context.Context, kind, dataset string, m *Manifest,
 		// Each plane calls the other (the read edge and search-index follow
 		// proposal-apply; its semantic guard calls entity-graph), so both
 		// addresses are fixed before either starts.
-		w, err := startProcess(h.bin, "write", runDir, append(common, "--target=write", "--grpc-addr", addrs[0],
+		w, err := start("write", append(common, "--target=write", "--grpc-addr", addrs[0],
 			"--http-addr", addrs[1], "--entity-graph-addr", addrs[2]))
 		if err != nil {
 			return nil, err
 		}
 		d.procs, d.write = []*process{w}, w
-		r, err := startProcess(h.bin, "read", runDir, append(common, "--target=read", "--grpc-addr", addrs[2],
+		r, err := start("read", append(common, "--target=read", "--grpc-addr", addrs[2],
 			"--http-addr", addrs[3], "--proposal-apply-addr", addrs[0]))
 		if err != nil {
 			d.stop()
@@ -135,11 +150,7 @@ func (h *harness) deploy(ctx context.Context, kind, dataset string, m *Manifest,
 	default:
 		return nil, fmt.Errorf("unknown deployment %q", kind)
 	}
-	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d.stopGuards = cancel
-	for _, p := range d.procs {
-		go p.guardRSS(gctx, h.maxRSS)
-	}
+	d.guard(ctx)
 	dialRead, err := grpc.NewClient(d.read.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		d.stop()
@@ -199,7 +210,7 @@ func (d *deployment) waitServing(ctx context.Context, timeout time.Duration) Col
 			cancel()
 			if err == nil {
 				lastLag, indexed = st.GetLagCommits(), st.GetLastCommit()
-				if st.GetLastCommit() == d.manifest.Head {
+				if st.GetLastCommit() == d.head {
 					indexAt = time.Since(start)
 				}
 			}
@@ -277,6 +288,53 @@ func (d *deployment) alive() error {
 // withToken adds a bearer token to outgoing gRPC calls.
 func withToken(ctx context.Context, tok string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+}
+
+// guard kills a process whose RSS goes over the limit (see guardRSS).
+func (d *deployment) guard(ctx context.Context) {
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.stopGuards = cancel
+	for _, p := range d.procs {
+		go p.guardRSS(gctx, d.maxRSS)
+	}
+}
+
+// restart stops every process (SIGTERM: each saves its state) and starts
+// them again on the same data dir and addresses, then waits until they
+// serve main's head: what a deploy or a crash costs once the index and
+// the entity graph snapshot are on disk. The clients reconnect by
+// themselves.
+func (d *deployment) restart(ctx context.Context, timeout time.Duration) (ColdStart, error) {
+	st, err := d.si.GetIndexStatus(d.call, &memoryv1.GetIndexStatusRequest{})
+	if err != nil {
+		return ColdStart{}, err
+	}
+	d.head = st.GetHeadCommit()
+	if d.stopGuards != nil {
+		d.stopGuards()
+	}
+	for i := len(d.procs) - 1; i >= 0; i-- {
+		if err := d.procs[i].stop(30 * time.Second); err != nil {
+			return ColdStart{}, err
+		}
+	}
+	d.started = time.Now()
+	for i, old := range d.procs {
+		p, err := startProcess(d.bin, old.name, d.runDir, d.args[old])
+		if err != nil {
+			return ColdStart{}, err
+		}
+		d.args[p] = d.args[old]
+		d.procs[i] = p
+		if d.read == old {
+			d.read = p
+		}
+		if d.write == old {
+			d.write = p
+		}
+	}
+	d.guard(ctx)
+	return d.waitServing(ctx, timeout), nil
 }
 
 // stop ends the processes (read plane first) and closes the clients.

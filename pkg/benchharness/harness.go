@@ -237,12 +237,15 @@ func (h *harness) dataset(ctx context.Context, rep *Report, cfg GenConfig) (stri
 
 // RunResult is the full scenario set on one deployment.
 type RunResult struct {
-	Name       string           `json:"name"`
-	Deployment string           `json:"deployment"`
-	Agents     int              `json:"agents"`
-	Commits    int              `json:"commits"`
-	ColdStart  ColdStart        `json:"coldStart"`
-	Scenarios  []ScenarioResult `json:"scenarios"`
+	Name       string    `json:"name"`
+	Deployment string    `json:"deployment"`
+	Agents     int       `json:"agents"`
+	Commits    int       `json:"commits"`
+	ColdStart  ColdStart `json:"coldStart"`
+	// Restart is the time to serving again after a restart at the end,
+	// with the index and the entity graph snapshot on disk.
+	Restart   *ColdStart       `json:"restart,omitempty"`
+	Scenarios []ScenarioResult `json:"scenarios"`
 	// Note says why the run ended early, if it did.
 	Note string `json:"note,omitempty"`
 	// ReadPlane is the read plane process's memory after the reads: RSS now
@@ -342,7 +345,14 @@ func (h *harness) mainRun(ctx context.Context, kind, ds string, m *Manifest, cap
 	profiled()
 	res.Note = "req/s = commits/s across agents; latency from Propose until the commit arrives on WatchCommits"
 	run.Scenarios = append(run.Scenarios, res)
-	return run, payloads, d.alive()
+	if err := d.alive(); err != nil {
+		return run, payloads, err
+	}
+	h.logf("%s: restart", run.Name)
+	rs, err := d.restart(ctx, o.ReadyTimeout)
+	run.Restart = &rs
+	h.logf("%s: serving again after %.1f s %s", run.Name, rs.ServingSeconds, rs.Note)
+	return run, payloads, err
 }
 
 // up deploys and waits until it serves (or ReadyTimeout).

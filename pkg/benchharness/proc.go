@@ -66,7 +66,8 @@ func startProcess(bin, name, logDir string, args []string) (*process, error) {
 			p.httpAddr = args[i+1]
 		}
 	}
-	logf, err := os.Create(p.logPath)
+	// Appending: a restarted process continues its log.
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}

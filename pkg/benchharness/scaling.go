@@ -12,15 +12,18 @@ type ScalePoint struct {
 	Agents  int    `json:"agents"`
 	Commits int    `json:"commits"`
 	// Source: "split run" (the main run's figures) or "scale run".
-	Source        string    `json:"source"`
-	ColdStart     ColdStart `json:"coldStart"`
-	ReadBasicP95  float64   `json:"readBasicP95Ms"`
-	AssembleP95   float64   `json:"assembleP95Ms"`
-	SearchP95     float64   `json:"searchP95Ms"`
-	ReadRSSMB     float64   `json:"readPlaneRssMB"`
-	ReadPeakRSSMB float64   `json:"readPlanePeakRssMB"`
-	Errors        int       `json:"errors"`
-	Note          string    `json:"note,omitempty"`
+	Source    string    `json:"source"`
+	ColdStart ColdStart `json:"coldStart"`
+	// Restart: serving again after a restart with the state on disk
+	// (measured when the first start caught up).
+	Restart       *ColdStart `json:"restart,omitempty"`
+	ReadBasicP95  float64    `json:"readBasicP95Ms"`
+	AssembleP95   float64    `json:"assembleP95Ms"`
+	SearchP95     float64    `json:"searchP95Ms"`
+	ReadRSSMB     float64    `json:"readPlaneRssMB"`
+	ReadPeakRSSMB float64    `json:"readPlanePeakRssMB"`
+	Errors        int        `json:"errors"`
+	Note          string     `json:"note,omitempty"`
 }
 
 // scalePoints lists the sizes to measure: N varies at the main M, M at
@@ -56,7 +59,7 @@ func (h *harness) scaling(ctx context.Context, rep *Report) error {
 	for _, pt := range h.scalePoints() {
 		if run := rep.run(DeploySplit, pt.Agents, pt.Commits); run != nil {
 			pt.Source = "split run"
-			pt.ColdStart = run.ColdStart
+			pt.ColdStart, pt.Restart = run.ColdStart, run.Restart
 			pt.ReadBasicP95 = run.scenario(ScReadBasic, "grpc").Latency.P95
 			pt.AssembleP95 = run.scenario(ScAssemble, "grpc").Latency.P95
 			pt.SearchP95 = run.scenario(ScSearch, "grpc").Latency.P95
@@ -119,6 +122,15 @@ func (h *harness) scaleRun(ctx context.Context, rep *Report, pt ScalePoint) (Sca
 	pt.ReadRSSMB, pt.ReadPeakRSSMB = d.read.rss()
 	if err := d.alive(); err != nil {
 		return pt, fmt.Errorf("scale N=%d M=%d: %w", pt.Agents, pt.Commits, err)
+	}
+	if cs.Ready {
+		h.logf("scale N=%d M=%d: restart", pt.Agents, pt.Commits)
+		rs, err := d.restart(ctx, h.opts.ReadyTimeout)
+		pt.Restart = &rs
+		if err != nil {
+			return pt, fmt.Errorf("scale N=%d M=%d restart: %w", pt.Agents, pt.Commits, err)
+		}
+		h.logf("scale N=%d M=%d: serving again after %.1f s %s", pt.Agents, pt.Commits, rs.ServingSeconds, rs.Note)
 	}
 	return pt, nil
 }
