@@ -364,7 +364,9 @@ func (h *harness) up(ctx context.Context, kind, ds string, m *Manifest) (*deploy
 		return nil, ColdStart{}, err
 	}
 	d.runDir = runDir
+	profiled := h.profileColdStart(ctx, d, fmt.Sprintf("%s N=%d M=%d", kind, m.Agents, m.Commits))
 	cs := d.waitServing(ctx, h.opts.ReadyTimeout)
+	profiled()
 	h.logf("%s N=%d M=%d: /health %.1fs, index %.1fs, entity graph %.1fs → serving %.1fs %s", kind, m.Agents, m.Commits,
 		cs.HealthSeconds, cs.IndexSeconds, cs.GraphSeconds, cs.ServingSeconds, cs.Note)
 	if cs.Ready {

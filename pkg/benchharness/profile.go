@@ -33,6 +33,35 @@ func (h *harness) profileScenario(ctx context.Context, d *deployment, run, scena
 	return wg.Wait
 }
 
+// profileColdStart takes a CPU profile of the first coldProfileLength of
+// every process's start (from when it answers /health).
+func (h *harness) profileColdStart(ctx context.Context, d *deployment, run string) func() {
+	if h.opts.ProfileDir == "" {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for _, p := range d.procs {
+		name := fmt.Sprintf("%s-cold-start-%s.pprof", slug(run), p.name)
+		wg.Go(func() {
+			for deadline := time.Now().Add(10 * time.Second); !healthOK(ctx, http.DefaultClient, "http://"+p.httpAddr+"/health"); {
+				if time.Now().After(deadline) {
+					h.logf("warning: profile %s: /health never answered", name)
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			query := fmt.Sprintf("profile?seconds=%d", int(coldProfileLength/time.Second))
+			if err := fetchProfile(ctx, p.httpAddr, d.adminToken, query, filepath.Join(h.opts.ProfileDir, name)); err != nil {
+				h.logf("warning: profile %s: %v", name, err)
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// coldProfileLength is how much of a start --profile records.
+const coldProfileLength = 20 * time.Second
+
 // heapProfiles writes every memoryd's heap profile after run.
 func (h *harness) heapProfiles(ctx context.Context, d *deployment, run string) {
 	if h.opts.ProfileDir == "" {

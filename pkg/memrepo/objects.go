@@ -74,7 +74,7 @@ type packIndex struct {
 
 // objectCacheSize bounds the in-memory object cache. Memory files are small
 // (a few KiB), so this holds the hot trees and blobs of thousands of agents.
-const objectCacheSize = 64 * cache.MiByte
+const objectCacheSize = 32 * cache.MiByte
 
 // commitCacheSize bounds the decoded-commit cache: every read resolves the
 // head commit, several times.

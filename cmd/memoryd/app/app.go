@@ -82,6 +82,7 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 		return nil, err
 	}
 	a := &App{cfg: cfg, flags: flags, mods: mods, logger: logger, conns: map[string]*grpc.ClientConn{}}
+	setMemoryLimit(logger, cgroupMemoryFiles)
 	defer func() {
 		if err != nil {
 			a.closeResources(context.Background())
