@@ -52,6 +52,8 @@ func TestPerfSmoke(t *testing.T) {
 				require.Positive(t, s.Floor.P95Ratio)
 			}
 		}
+		require.NotNil(t, run.Restart, run.Name)
+		require.True(t, run.Restart.Ready, "%s restart: %s", run.Name, run.Restart.Note)
 		require.NotEmpty(t, run.ColdStart.Procs)
 		require.Equal(t, 5, run.ColdStart.PrimedAgents)
 	}

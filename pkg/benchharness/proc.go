@@ -122,6 +122,7 @@ func (p *process) guardRSS(ctx context.Context, limit int64) {
 		s, err := p.sample()
 		if err == nil && s.rss > limit {
 			p.mu.Lock()
+			p.peakRSS = max(p.peakRSS, s.rss) // reported after the kill
 			p.killed = fmt.Sprintf("killed by the harness: RSS %.0f MB over --max-rss-mb %.0f", mb(s.rss), mb(limit))
 			p.mu.Unlock()
 			_ = p.cmd.Process.Kill()
