@@ -34,7 +34,7 @@ func (h *harness) profileScenario(ctx context.Context, d *deployment, run, scena
 }
 
 // profileColdStart takes a CPU profile of the first coldProfileLength of
-// every process's start (from when it answers /health).
+// every process's start (from when it answers /health), then a heap profile.
 func (h *harness) profileColdStart(ctx context.Context, d *deployment, run string) func() {
 	if h.opts.ProfileDir == "" {
 		return func() {}
@@ -53,6 +53,10 @@ func (h *harness) profileColdStart(ctx context.Context, d *deployment, run strin
 			query := fmt.Sprintf("profile?seconds=%d", int(coldProfileLength/time.Second))
 			if err := fetchProfile(ctx, p.httpAddr, d.adminToken, query, filepath.Join(h.opts.ProfileDir, name)); err != nil {
 				h.logf("warning: profile %s: %v", name, err)
+			}
+			heap := fmt.Sprintf("%s-cold-start-heap-%s.pprof", slug(run), p.name)
+			if err := fetchProfile(ctx, p.httpAddr, d.adminToken, "heap", filepath.Join(h.opts.ProfileDir, heap)); err != nil {
+				h.logf("warning: profile %s: %v", heap, err)
 			}
 		})
 	}
