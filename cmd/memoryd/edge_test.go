@@ -66,17 +66,7 @@ type onlyReader struct{ io.Reader }
 
 func edgeCall(t *testing.T, d *deployment, method, path string, body io.Reader, tok string) edgeResponse {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+d.httpAddr+path, body)
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	resp, raw := httpDo(t, d, method, path, body, tok)
 	r := edgeResponse{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
 	if r.status != http.StatusOK {
 		require.Equal(t, "application/json", resp.Header.Get("Content-Type"), r.raw)

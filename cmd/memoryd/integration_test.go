@@ -410,9 +410,23 @@ type restError struct {
 
 func call(t *testing.T, d *deployment, method, path, body, tok string) (int, restError, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+d.httpAddr+path, strings.NewReader(body))
-	require.NoError(t, err)
+	var rd io.Reader
 	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	resp, raw := httpDo(t, d, method, path, rd, tok)
+	var e restError
+	_ = json.Unmarshal(raw, &e)
+	return resp.StatusCode, e, string(raw)
+}
+
+// httpDo sends one request to the REST edge (JSON when there is a body) and
+// returns the answer with its body read.
+func httpDo(t *testing.T, d *deployment, method, path string, body io.Reader, tok string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+d.httpAddr+path, body)
+	require.NoError(t, err)
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if tok != "" {
@@ -423,9 +437,7 @@ func call(t *testing.T, d *deployment, method, path, body, tok string) (int, res
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	var e restError
-	_ = json.Unmarshal(raw, &e)
-	return resp.StatusCode, e, string(raw)
+	return resp, raw
 }
 
 // testRESTSnapshots: memory-snapshot and friends through the REST edge

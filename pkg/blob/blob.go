@@ -182,6 +182,28 @@ func GetBytes(ctx context.Context, s Store, key string) ([]byte, Info, error) {
 	return data, info, nil
 }
 
+// ErrTooLarge is returned by GetBytesLimit for an object over its limit.
+var ErrTooLarge = errors.New("blob: object too large")
+
+// GetBytesLimit reads a whole object of at most limit bytes; a bigger one
+// (a tampered or foreign object) fails with ErrTooLarge after reading only
+// limit+1 bytes.
+func GetBytesLimit(ctx context.Context, s Store, key string, limit int64) ([]byte, error) {
+	rc, _, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("blob: read %q: %w", key, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: %q is larger than %d bytes", ErrTooLarge, key, limit)
+	}
+	return data, nil
+}
+
 // Open returns the Store described by rawURL:
 //
 //   - "file:///abs/path" or a bare filesystem path ("/var/lib/x/objects",

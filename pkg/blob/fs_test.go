@@ -309,3 +309,18 @@ func TestValidateKeyRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestGetBytesLimit(t *testing.T) {
+	ctx := context.Background()
+	s, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	_, err = blob.PutBytes(ctx, s, "k", []byte("12345"), blob.PutOptions{})
+	require.NoError(t, err)
+	data, err := blob.GetBytesLimit(ctx, s, "k", 5)
+	require.NoError(t, err)
+	require.Equal(t, "12345", string(data))
+	_, err = blob.GetBytesLimit(ctx, s, "k", 4)
+	require.ErrorIs(t, err, blob.ErrTooLarge)
+	_, err = blob.GetBytesLimit(ctx, s, "missing", 4)
+	require.ErrorIs(t, err, blob.ErrNotFound)
+}

@@ -201,8 +201,7 @@ func reviewFlags(updates []*memoryv1.FileUpdate) []string {
 // proposal loads a proposal the caller may see; others' proposals read as
 // not found, so ids of other agents' proposals reveal nothing.
 func (h *handler) proposal(ctx context.Context, id string, roles ...auth.Role) (*proposalstore.Record, *auth.Claims, error) {
-	notFound := apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_PROPOSAL_NOT_FOUND,
-		fmt.Sprintf("proposal %q not found", apierr.Clip(id)), nil)
+	notFound := proposalNotFound(id)
 	if _, err := authz.RequireRole(ctx, roles...); err != nil {
 		return nil, nil, err
 	}
@@ -220,6 +219,13 @@ func (h *handler) proposal(ctx context.Context, id string, roles ...auth.Role) (
 	return rec, claims, nil
 }
 
+// proposalNotFound is the answer for an unknown proposal and for one the
+// caller may not see: the two must not be told apart.
+func proposalNotFound(id string) error {
+	return apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_PROPOSAL_NOT_FOUND,
+		fmt.Sprintf("proposal %q not found", apierr.Clip(id)), nil)
+}
+
 // GetProposal returns one proposal.
 func (h *handler) GetProposal(ctx context.Context, req *memoryv1.GetProposalRequest) (*memoryv1.GetProposalResponse, error) {
 	rec, _, err := h.proposal(ctx, req.GetProposalId(), readRoles...)
@@ -229,6 +235,14 @@ func (h *handler) GetProposal(ctx context.Context, req *memoryv1.GetProposalRequ
 	return &memoryv1.GetProposalResponse{Proposal: rec.Proposal}, nil
 }
 
+// checkPageSize accepts 0 (the default) to maxPageSize.
+func checkPageSize(n int32) error {
+	if n < 0 || n > maxPageSize {
+		return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "pageSize", fmt.Sprintf("pageSize must be 0 to %d", maxPageSize))
+	}
+	return nil
+}
+
 // ListProposals lists proposals newest first.
 func (h *handler) ListProposals(ctx context.Context, req *memoryv1.ListProposalsRequest) (*memoryv1.ListProposalsResponse, error) {
 	claims, err := authz.RequireRole(ctx, readRoles...)
@@ -236,8 +250,8 @@ func (h *handler) ListProposals(ctx context.Context, req *memoryv1.ListProposals
 		return nil, err
 	}
 	q := proposalstore.Query{Status: req.GetStatus(), PageSize: int(req.GetPageSize()), PageToken: req.GetPageToken()}
-	if req.GetPageSize() < 0 || req.GetPageSize() > maxPageSize {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "pageSize", fmt.Sprintf("pageSize must be 0 to %d", maxPageSize))
+	if err := checkPageSize(req.GetPageSize()); err != nil {
+		return nil, err
 	}
 	if agent := req.GetAgentId(); agent != "" {
 		if !memlayout.ValidAgentID(agent) {

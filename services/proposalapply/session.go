@@ -40,8 +40,7 @@ func (h *handler) CommitSession(ctx context.Context, req *memoryv1.CommitSession
 		return nil, err
 	}
 	if rec.Proposal.GetAgentId() != req.GetAgentId() {
-		return nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_PROPOSAL_NOT_FOUND,
-			fmt.Sprintf("proposal %q not found", apierr.Clip(req.GetProposalId())), nil)
+		return nil, proposalNotFound(req.GetProposalId())
 	}
 	_, meta, policy, err := s.headState(ctx, req.GetAgentId())
 	if err != nil {

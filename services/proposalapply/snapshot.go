@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"regexp"
 	"slices"
@@ -127,8 +126,11 @@ func (h *handler) ListSnapshots(ctx context.Context, req *memoryv1.ListSnapshots
 	if _, err := authz.RequireRole(ctx, auth.RoleAdmin); err != nil {
 		return nil, err
 	}
+	if err := checkPageSize(req.GetPageSize()); err != nil {
+		return nil, err
+	}
 	size := int(req.GetPageSize())
-	if size <= 0 || size > maxPageSize {
+	if size == 0 {
 		size = 100
 	}
 	archives := map[string]bool{}
@@ -162,7 +164,7 @@ func (h *handler) ListSnapshots(ctx context.Context, req *memoryv1.ListSnapshots
 }
 
 func (s *Service) readSnapshotDesc(ctx context.Context, agent, label string) (*memoryv1.Snapshot, error) {
-	data, err := s.readObject(ctx, snapshotKey(agent, label, ".json"), 1<<20)
+	data, err := blob.GetBytesLimit(ctx, s.blobs, snapshotKey(agent, label, ".json"), 1<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -171,23 +173,6 @@ func (s *Service) readSnapshotDesc(ctx context.Context, agent, label string) (*m
 		return nil, fmt.Errorf("snapshot description %s: %w", label, err)
 	}
 	return snap, nil
-}
-
-// readObject reads a whole object of at most limit bytes.
-func (s *Service) readObject(ctx context.Context, key string, limit int64) ([]byte, error) {
-	rc, _, err := s.blobs.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", key, limit)
-	}
-	return data, nil
 }
 
 // RestoreSnapshot makes a proposal that puts the snapshot's files back: every
@@ -219,7 +204,7 @@ func (h *handler) RestoreSnapshot(ctx context.Context, req *memoryv1.RestoreSnap
 	if err != nil {
 		return nil, s.objectsUnavailable(err, "restore")
 	}
-	archive, err := s.readObject(ctx, snapshotKey(agent, label, ".tar.gz"), memsnapshot.MaxTotal)
+	archive, err := blob.GetBytesLimit(ctx, s.blobs, snapshotKey(agent, label, ".tar.gz"), memsnapshot.MaxTotal)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, notFound
 	}

@@ -101,6 +101,8 @@ func TestSnapshotRestoreGivesBackTheFilesInOneCommit(t *testing.T) {
 	require.Len(t, list.GetSnapshots(), 1)
 	require.Equal(t, snap.GetGitCommit(), list.GetSnapshots()[0].GetGitCommit())
 	require.True(t, list.GetSnapshots()[0].GetRestorable())
+	_, err = e.client.ListSnapshots(admin, &memoryv1.ListSnapshotsRequest{AgentId: "snap", PageSize: 501})
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "pageSize is checked like every other list's")
 
 	// The memory changes: new facts, a new snapshot.md, a new run, a decision.
 	e.waitApplied(e.propose(&memoryv1.ProposeRequest{AgentId: "snap", RunId: "r2", Updates: []*memoryv1.FileUpdate{
