@@ -337,6 +337,48 @@ func (d *deployment) restart(ctx context.Context, timeout time.Duration) (ColdSt
 	return d.waitServing(ctx, timeout), nil
 }
 
+// newReplica replaces the read plane by one with an empty state dir: the
+// read process is stopped (it publishes its state to the object store on
+// SIGTERM), its search index and entity graph snapshot are deleted, and it
+// starts again — what a new read replica costs when another one has
+// published. With one process (all) the whole process restarts that way.
+func (d *deployment) newReplica(ctx context.Context, timeout time.Duration) (ColdStart, error) {
+	st, err := d.si.GetIndexStatus(d.call, &memoryv1.GetIndexStatusRequest{})
+	if err != nil {
+		return ColdStart{}, err
+	}
+	d.head = st.GetHeadCommit()
+	if d.stopGuards != nil {
+		d.stopGuards()
+	}
+	old := d.read
+	if err := old.stop(30 * time.Second); err != nil {
+		return ColdStart{}, err
+	}
+	for _, dir := range []string{"search-index", "entity-graph"} {
+		if err := os.RemoveAll(filepath.Join(d.dataDir, dir)); err != nil {
+			return ColdStart{}, err
+		}
+	}
+	d.started = time.Now()
+	p, err := startProcess(d.bin, old.name, d.runDir, d.args[old])
+	if err != nil {
+		return ColdStart{}, err
+	}
+	d.args[p] = d.args[old]
+	for i := range d.procs {
+		if d.procs[i] == old {
+			d.procs[i] = p
+		}
+	}
+	if d.write == old {
+		d.write = p
+	}
+	d.read = p
+	d.guard(ctx)
+	return d.waitServing(ctx, timeout), nil
+}
+
 // stop ends the processes (read plane first) and closes the clients.
 func (d *deployment) stop() error {
 	if d.stopGuards != nil {

@@ -244,8 +244,12 @@ type RunResult struct {
 	ColdStart  ColdStart `json:"coldStart"`
 	// Restart is the time to serving again after a restart at the end,
 	// with the index and the entity graph snapshot on disk.
-	Restart   *ColdStart       `json:"restart,omitempty"`
-	Scenarios []ScenarioResult `json:"scenarios"`
+	Restart *ColdStart `json:"restart,omitempty"`
+	// NewReplica is the time to serving of a read plane started with an
+	// empty state dir after the restart, from the state published to the
+	// object store.
+	NewReplica *ColdStart       `json:"newReplica,omitempty"`
+	Scenarios  []ScenarioResult `json:"scenarios"`
 	// Note says why the run ended early, if it did.
 	Note string `json:"note,omitempty"`
 	// ReadPlane is the read plane process's memory after the reads: RSS now
@@ -352,6 +356,13 @@ func (h *harness) mainRun(ctx context.Context, kind, ds string, m *Manifest, cap
 	rs, err := d.restart(ctx, o.ReadyTimeout)
 	run.Restart = &rs
 	h.logf("%s: serving again after %.1f s %s", run.Name, rs.ServingSeconds, rs.Note)
+	if err != nil || !rs.Ready {
+		return run, payloads, err
+	}
+	h.logf("%s: new read replica", run.Name)
+	nr, err := d.newReplica(ctx, o.ReadyTimeout)
+	run.NewReplica = &nr
+	h.logf("%s: new replica serving after %.1f s %s", run.Name, nr.ServingSeconds, nr.Note)
 	return run, payloads, err
 }
 

@@ -54,6 +54,8 @@ func TestPerfSmoke(t *testing.T) {
 		}
 		require.NotNil(t, run.Restart, run.Name)
 		require.True(t, run.Restart.Ready, "%s restart: %s", run.Name, run.Restart.Note)
+		require.NotNil(t, run.NewReplica, run.Name)
+		require.True(t, run.NewReplica.Ready, "%s new replica: %s", run.Name, run.NewReplica.Note)
 		require.NotEmpty(t, run.ColdStart.Procs)
 		require.Equal(t, 5, run.ColdStart.PrimedAgents)
 	}

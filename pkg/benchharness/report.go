@@ -197,6 +197,11 @@ func (r *Report) budgets() []Budget {
 		} else {
 			skip("restart to serving ≤ 10 s at 100K commits (state on disk)", "the first start did not catch up in time")
 		}
+		if p.NewReplica != nil {
+			add(p.NewReplica.Ready && p.NewReplica.ServingSeconds <= 10, "new read replica to serving ≤ 10 s at 100K commits (state from the object store)", startText(*p.NewReplica))
+		} else {
+			skip("new read replica to serving ≤ 10 s at 100K commits (state from the object store)", "the restart was not measured")
+		}
 	} else {
 		skip("cold start to serving ≤ 10 s at 100K commits", "M=100,000 not measured (--scales)")
 	}
@@ -271,6 +276,9 @@ func (r *Report) Markdown() string {
 		if run.Restart != nil {
 			fmt.Fprintf(&b, "\nRestart after the writes (index and entity graph snapshot on disk): serving again after %s.\n", startText(*run.Restart))
 		}
+		if run.NewReplica != nil {
+			fmt.Fprintf(&b, "\nNew read replica (empty state dir, state published to the object store): serving after %s.\n", startText(*run.NewReplica))
+		}
 	}
 	if len(r.Floors) > 0 {
 		b.WriteString("\n## Floor: no-op gRPC server, same response bytes\n\n| read | response bytes | req/s | p50 ms | p95 ms | p99 ms | errors |\n|---|---:|---:|---:|---:|---:|---:|\n")
@@ -280,21 +288,11 @@ func (r *Report) Markdown() string {
 		}
 	}
 	if len(r.Scaling) > 0 {
-		b.WriteString("\n## Scaling (split deployment, gRPC p95 in ms)\n\n| axis | N | M | first start: serving after s | restart: serving after s | ReadMemory basic | AssembleContext | Search | read plane RSS MB (peak) | source |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+		b.WriteString("\n## Scaling (split deployment, gRPC p95 in ms)\n\n| axis | N | M | first start: serving after s | restart: serving after s | new replica: serving after s | ReadMemory basic | AssembleContext | Search | read plane RSS MB (peak) | source |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 		for _, p := range r.Scaling {
-			cold := fmt.Sprintf("%.1f", p.ColdStart.ServingSeconds)
-			if !p.ColdStart.Ready {
-				cold = "> " + cold
-			}
-			restart := "—"
-			if p.Restart != nil {
-				restart = fmt.Sprintf("%.1f", p.Restart.ServingSeconds)
-				if !p.Restart.Ready {
-					restart = "> " + restart
-				}
-			}
-			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %.2f | %.2f | %.2f | %.0f (%.0f) | %s |\n", p.Axis, p.Agents, p.Commits, cold, restart,
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %.2f | %.2f | %.2f | %.0f (%.0f) | %s |\n", p.Axis, p.Agents, p.Commits,
+				startCell(&p.ColdStart), startCell(p.Restart), startCell(p.NewReplica),
 				p.ReadBasicP95, p.AssembleP95, p.SearchP95, p.ReadRSSMB, p.ReadPeakRSSMB, p.Source)
 		}
 		for _, p := range r.Scaling {
@@ -312,6 +310,17 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "%s %s: %s  \n", bu.Status, bu.Name, bu.Value)
 	}
 	return b.String()
+}
+
+// startCell is a start's seconds for a table ("—" when not measured).
+func startCell(c *ColdStart) string {
+	switch {
+	case c == nil:
+		return "—"
+	case !c.Ready:
+		return fmt.Sprintf("> %.1f", c.ServingSeconds)
+	}
+	return fmt.Sprintf("%.1f", c.ServingSeconds)
 }
 
 // startText is a start's time to serving and its parts.

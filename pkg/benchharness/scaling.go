@@ -16,7 +16,10 @@ type ScalePoint struct {
 	ColdStart ColdStart `json:"coldStart"`
 	// Restart: serving again after a restart with the state on disk
 	// (measured when the first start caught up).
-	Restart       *ColdStart `json:"restart,omitempty"`
+	Restart *ColdStart `json:"restart,omitempty"`
+	// NewReplica: a read plane with an empty state dir, from the state
+	// published to the object store.
+	NewReplica    *ColdStart `json:"newReplica,omitempty"`
 	ReadBasicP95  float64    `json:"readBasicP95Ms"`
 	AssembleP95   float64    `json:"assembleP95Ms"`
 	SearchP95     float64    `json:"searchP95Ms"`
@@ -59,7 +62,7 @@ func (h *harness) scaling(ctx context.Context, rep *Report) error {
 	for _, pt := range h.scalePoints() {
 		if run := rep.run(DeploySplit, pt.Agents, pt.Commits); run != nil {
 			pt.Source = "split run"
-			pt.ColdStart, pt.Restart = run.ColdStart, run.Restart
+			pt.ColdStart, pt.Restart, pt.NewReplica = run.ColdStart, run.Restart, run.NewReplica
 			pt.ReadBasicP95 = run.scenario(ScReadBasic, "grpc").Latency.P95
 			pt.AssembleP95 = run.scenario(ScAssemble, "grpc").Latency.P95
 			pt.SearchP95 = run.scenario(ScSearch, "grpc").Latency.P95
@@ -131,6 +134,14 @@ func (h *harness) scaleRun(ctx context.Context, rep *Report, pt ScalePoint) (Sca
 			return pt, fmt.Errorf("scale N=%d M=%d restart: %w", pt.Agents, pt.Commits, err)
 		}
 		h.logf("scale N=%d M=%d: serving again after %.1f s %s", pt.Agents, pt.Commits, rs.ServingSeconds, rs.Note)
+		if rs.Ready {
+			nr, err := d.newReplica(ctx, h.opts.ReadyTimeout)
+			pt.NewReplica = &nr
+			if err != nil {
+				return pt, fmt.Errorf("scale N=%d M=%d new replica: %w", pt.Agents, pt.Commits, err)
+			}
+			h.logf("scale N=%d M=%d: new replica serving after %.1f s %s", pt.Agents, pt.Commits, nr.ServingSeconds, nr.Note)
+		}
 	}
 	return pt, nil
 }

@@ -106,8 +106,11 @@ type Index struct {
 	analyzer *analysis.Analyzer
 
 	writeMu sync.Mutex // one batch at a time
-	mu      sync.RWMutex
-	cur     *generation
+	// genMu makes Rebuild and RestoreSnapshot take turns: both fill the
+	// directory of the next generation.
+	genMu sync.Mutex
+	mu    sync.RWMutex
+	cur   *generation
 }
 
 // Open opens (or creates) the index under base.
@@ -400,11 +403,9 @@ func (b *Builder) Apply(_ context.Context, batch Batch) error {
 // over: fill's last batch sets LastCommit, and the caller catches up from
 // there after Rebuild returns.
 func (ix *Index) Rebuild(ctx context.Context, fill func(*Builder) error) error {
-	ix.mu.RLock()
-	curName := filepath.Base(ix.cur.dir)
-	ix.mu.RUnlock()
-	n, _ := strconv.Atoi(strings.TrimPrefix(curName, "gen-"))
-	dir := filepath.Join(ix.base, "gen-"+strconv.Itoa(n+1))
+	ix.genMu.Lock()
+	defer ix.genMu.Unlock()
+	dir := ix.nextGeneration()
 	_ = os.RemoveAll(dir) // a rebuild that died half-way
 	g, err := ix.openGeneration(dir)
 	if err != nil {
@@ -420,10 +421,30 @@ func (ix *Index) Rebuild(ctx context.Context, fill func(*Builder) error) error {
 		_ = os.RemoveAll(dir)
 		return err
 	}
+	if err := ix.switchTo(g); err != nil {
+		g.close()
+		return err
+	}
+	return nil
+}
+
+// nextGeneration is the directory of the generation after the current one.
+func (ix *Index) nextGeneration() string {
+	ix.mu.RLock()
+	curName := filepath.Base(ix.cur.dir)
+	ix.mu.RUnlock()
+	n, _ := strconv.Atoi(strings.TrimPrefix(curName, "gen-"))
+	return filepath.Join(ix.base, "gen-"+strconv.Itoa(n+1))
+}
+
+// switchTo makes g the current generation. CURRENT is written first, so a
+// crash before the swap still reopens g; the old generation is closed and
+// removed after it. Holding writeMu waits out a batch in flight on the old
+// generation, which is about to be closed.
+func (ix *Index) switchTo(g *generation) error {
 	ix.writeMu.Lock()
 	defer ix.writeMu.Unlock()
-	if err := writeCurrent(ix.base, filepath.Base(dir)); err != nil {
-		g.close()
+	if err := writeCurrent(ix.base, filepath.Base(g.dir)); err != nil {
 		return err
 	}
 	ix.mu.Lock()

@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/gob"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,6 +27,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/commitmsg"
 	"github.com/garden-bloom/memory/pkg/entitygraph"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/readstate"
 )
 
 // Name is the fully-qualified gRPC service name, also its health-check name.
@@ -42,6 +45,9 @@ type Deps struct {
 	// StateDir keeps the graph's snapshot, so a restart resumes instead of
 	// replaying all history ("" = no snapshot).
 	StateDir string
+	// Shared publishes the snapshot to the object store and gives a replica
+	// starting without one the latest published (nil: not shared).
+	Shared *readstate.Shared
 }
 
 // saveEvery bounds how often the snapshot is rewritten; a big graph waits
@@ -63,6 +69,9 @@ type Service struct {
 	graph *entitygraph.Graph
 	last  plumbing.Hash
 	saved plumbing.Hash // the commit the snapshot on disk is at
+	// sharedAt is when the graph was loaded from the object store (zero:
+	// it was not); only the loop goroutine reads it after loading.
+	sharedAt time.Time
 
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
@@ -107,7 +116,7 @@ func (s *Service) notify() {
 }
 
 func (s *Service) loop(ctx context.Context) {
-	s.load()
+	s.load(ctx)
 	t := time.NewTicker(s.deps.Poll)
 	defer t.Stop()
 	lastSave, interval := time.Now(), saveEvery
@@ -120,10 +129,15 @@ func (s *Service) loop(ctx context.Context) {
 			s.save()
 			lastSave = time.Now()
 			interval = max(saveEvery, saveCostFactor*lastSave.Sub(start))
+			s.publish(ctx, false)
 		}
 		select {
 		case <-ctx.Done():
 			s.save()
+			// The next replica starts from here (bounded: shutdown waits).
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishOnStopTimeout)
+			s.publish(pctx, true)
+			cancel()
 			return
 		case <-s.kick:
 		case <-t.C:
@@ -139,19 +153,23 @@ type snapshotFile struct {
 
 func (s *Service) snapshotPath() string { return filepath.Join(s.deps.StateDir, "graph.snapshot") }
 
-// load resumes from the snapshot on disk, if any; catchUp then applies the
-// commits after it (or rebuilds if its commit is no longer on main).
-func (s *Service) load() {
+// load resumes from the snapshot on disk, else from the one published in
+// the object store, if any; catchUp then applies the commits after it (or
+// rebuilds if its commit is no longer on main).
+func (s *Service) load(ctx context.Context) {
 	if s.deps.StateDir == "" {
 		return
 	}
 	data, err := os.ReadFile(s.snapshotPath())
+	if errors.Is(err, os.ErrNotExist) {
+		s.loadShared(ctx)
+		return
+	}
 	if err != nil {
 		return
 	}
-	var f snapshotFile
-	g := entitygraph.New()
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&f); err != nil || g.UnmarshalBinary(f.Graph) != nil {
+	f, g, err := decodeSnapshot(bytes.NewReader(data))
+	if err != nil {
 		s.logger.Warn("entity graph snapshot unreadable; rebuilding from history", "path", s.snapshotPath())
 		return
 	}
@@ -159,6 +177,62 @@ func (s *Service) load() {
 	s.graph, s.last, s.saved = g, plumbing.NewHash(f.Commit), plumbing.NewHash(f.Commit)
 	s.mu.Unlock()
 	s.logger.Info("entity graph resumed from its snapshot", "commit", f.Commit)
+}
+
+// loadShared starts from the snapshot another replica published.
+func (s *Service) loadShared(ctx context.Context) {
+	_, err := s.deps.Shared.Load(ctx, func(r io.Reader) (string, error) {
+		f, g, err := decodeSnapshot(r)
+		if err != nil {
+			return "", err
+		}
+		s.mu.Lock()
+		s.graph, s.last = g, plumbing.NewHash(f.Commit) // saved stays zero: the next save writes it locally
+		s.sharedAt = time.Now()
+		s.mu.Unlock()
+		return f.Commit, nil
+	})
+	if err != nil {
+		s.logger.Warn("shared entity graph snapshot not loaded; replaying history", "err", err)
+	}
+}
+
+func decodeSnapshot(r io.Reader) (snapshotFile, *entitygraph.Graph, error) {
+	var f snapshotFile
+	g := entitygraph.New()
+	if err := gob.NewDecoder(r).Decode(&f); err != nil {
+		return f, nil, err
+	}
+	if err := g.UnmarshalBinary(f.Graph); err != nil {
+		return f, nil, err
+	}
+	return f, g, nil
+}
+
+// publishOnStopTimeout bounds the upload at shutdown.
+const publishOnStopTimeout = 15 * time.Second
+
+// publish uploads the snapshot on disk when it moved since this replica's
+// last upload and the interval passed (or force).
+func (s *Service) publish(ctx context.Context, force bool) {
+	s.mu.RLock()
+	saved := s.saved
+	s.mu.RUnlock()
+	if saved.IsZero() || !s.deps.Shared.Due(saved.String(), force) {
+		return
+	}
+	err := s.deps.Shared.Publish(ctx, func(w io.Writer) (string, error) {
+		f, err := os.Open(s.snapshotPath())
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		_, err = io.Copy(w, f)
+		return saved.String(), err
+	})
+	if err != nil {
+		s.logger.Warn("entity graph snapshot not published", "err", err)
+	}
 }
 
 // save writes the snapshot atomically when the graph moved since the last one.
@@ -226,6 +300,11 @@ func (s *Service) catchUp(ctx context.Context) error {
 	if head == last {
 		return nil
 	}
+	if !last.IsZero() && s.aheadOfRepo(ctx, repo, last) {
+		// A snapshot another replica published can be newer than this
+		// replica's mirror for a moment: wait for the mirror, do not rebuild.
+		return fmt.Errorf("snapshot commit %s is not in the repository yet", last.String()[:12])
+	}
 	// Only hashes are kept: a long history must not sit in memory as
 	// commit objects.
 	var pending []plumbing.Hash
@@ -251,6 +330,20 @@ func (s *Service) catchUp(ctx context.Context) error {
 	}
 	slices.Reverse(pending)
 	return s.replay(ctx, repo, pending)
+}
+
+// aheadWait is how long a loaded snapshot's unknown commit is waited for
+// before it counts as rewritten history.
+const aheadWait = 2 * time.Minute
+
+// aheadOfRepo reports whether last is a commit the repository does not
+// have (yet), within aheadWait of loading the shared snapshot.
+func (s *Service) aheadOfRepo(ctx context.Context, repo *memrepo.Repo, last plumbing.Hash) bool {
+	if s.sharedAt.IsZero() || time.Since(s.sharedAt) > aheadWait {
+		return false
+	}
+	_, err := repo.CommitInfo(ctx, last)
+	return errors.Is(err, memrepo.ErrRevisionNotFound)
 }
 
 // replayWindow bounds how many commits are read ahead of the one being

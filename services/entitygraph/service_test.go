@@ -16,8 +16,10 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/readstate"
 )
 
 type env struct {
@@ -195,11 +197,65 @@ func TestRestartResumesFromSnapshot(t *testing.T) {
 
 	// A new process loads the snapshot: the graph is there before any replay.
 	again := New(Deps{RepoPath: e.repo.Path(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), StateDir: dir})
-	again.load()
+	again.load(context.Background())
 	require.Equal(t, head, again.last)
 	_, _, ok := again.graph.Node("zeta", time.Time{})
 	require.True(t, ok)
 	full := New(Deps{RepoPath: e.repo.Path(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, full.catchUp(context.Background()))
 	require.Equal(t, full.graph.Dump(), again.graph.Dump(), "the snapshot equals a rebuild from history")
+}
+
+// A replica with an empty state dir starts from the snapshot another one
+// published to the object store, and publishes its own when it stops.
+func TestNewReplicaStartsFromThePublishedSnapshot(t *testing.T) {
+	e := newEnv(t)
+	e.svc.Stop()
+	store, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	first := New(Deps{RepoPath: e.repo.Path(), Logger: logger, Poll: 10 * time.Millisecond, StateDir: t.TempDir(),
+		Shared: readstate.New(store, "entity-graph.snapshot", time.Hour, t.TempDir(), logger)})
+	e.svc = first
+	first.Start(context.Background())
+	head, _ := e.commit(map[string]string{"memory/a/facts.md": "# Facts: a\n\n## D\n- [[Omega]] is shared\n"})
+	require.NoError(t, first.WaitCurrent(context.Background()))
+	first.Stop() // saves and publishes
+	_, _, err = store.Get(context.Background(), readstate.Prefix+"entity-graph.snapshot")
+	require.NoError(t, err, "published at shutdown")
+
+	fresh := New(Deps{RepoPath: e.repo.Path(), Logger: logger, StateDir: t.TempDir(),
+		Shared: readstate.New(store, "entity-graph.snapshot", time.Hour, t.TempDir(), logger)})
+	fresh.load(context.Background())
+	require.Equal(t, head, fresh.last, "loaded at the published commit, before any replay")
+	_, _, ok := fresh.graph.Node("omega", time.Time{})
+	require.True(t, ok)
+
+	// A replica whose repository does not have the snapshot's commit yet
+	// (its mirror is behind) waits instead of rebuilding; after aheadWait
+	// the commit counts as rewritten history and the graph is rebuilt.
+	behind := newEnv(t)
+	behind.svc.Stop()
+	lagging := New(Deps{RepoPath: behind.repo.Path(), Logger: logger, StateDir: t.TempDir(),
+		Shared: readstate.New(store, "entity-graph.snapshot", time.Hour, t.TempDir(), logger)})
+	lagging.load(context.Background())
+	require.ErrorContains(t, lagging.catchUp(context.Background()), "not in the repository yet")
+	_, _, ok = lagging.graph.Node("omega", time.Time{})
+	require.True(t, ok, "the loaded graph is kept while waiting")
+	lagging.sharedAt = time.Now().Add(-aheadWait - time.Second)
+	require.NoError(t, lagging.catchUp(context.Background()))
+	_, _, ok = lagging.graph.Node("omega", time.Time{})
+	require.False(t, ok, "rebuilt from this repository's history")
+
+	// Without a published snapshot a replica replays history as before.
+	none := New(Deps{RepoPath: e.repo.Path(), Logger: logger, StateDir: t.TempDir(),
+		Shared: readstate.New(blobEmpty(t), "entity-graph.snapshot", time.Hour, t.TempDir(), logger)})
+	none.load(context.Background())
+	require.True(t, none.last.IsZero())
+}
+
+func blobEmpty(t *testing.T) blob.Store {
+	s, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	return s
 }

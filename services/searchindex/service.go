@@ -6,6 +6,7 @@ package searchindex
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/commitfeed"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/readstate"
 	"github.com/garden-bloom/memory/pkg/searchindex"
 )
 
@@ -33,6 +35,10 @@ type Deps struct {
 	// then only polling).
 	Commits memoryv1.ProposalApplyServiceClient
 	Logger  *slog.Logger
+	// Shared publishes a copy of the index to the object store and gives a
+	// replica starting with an empty index the latest published (nil: not
+	// shared).
+	Shared *readstate.Shared
 }
 
 // Service is the search-index service.
@@ -43,7 +49,9 @@ type Service struct {
 
 	repo *memrepo.Lazy
 
-	index *searchindex.Index
+	index         *searchindex.Index
+	publishing    atomic.Bool
+	publishOnStop sync.Once
 	// syncMu orders catch-ups, source passes and the rebuild switch.
 	syncMu     sync.Mutex
 	kick       chan struct{}
@@ -76,7 +84,10 @@ func (s *Service) Register(g *grpc.Server) {
 func (s *Service) Start(ctx context.Context) {
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.ctx = ctx
-	s.bg.Go(func() { s.syncLoop(ctx) })
+	s.bg.Go(func() {
+		s.loadShared(ctx)
+		s.syncLoop(ctx)
+	})
 	if s.deps.Commits != nil {
 		s.bg.Go(func() { commitfeed.Follow(ctx, s.deps.Commits, s.notify) })
 	}
@@ -90,6 +101,47 @@ func (s *Service) StopFollowing() {
 		s.cancel()
 	}
 	s.bg.Wait()
+	// The next replica starts from here (bounded: shutdown waits), once.
+	s.publishOnStop.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), publishOnStopTimeout)
+		defer cancel()
+		s.publish(ctx, true)
+	})
+}
+
+// publishOnStopTimeout bounds the upload at shutdown.
+const publishOnStopTimeout = 20 * time.Second
+
+// loadShared fills an empty index from the copy another replica published.
+func (s *Service) loadShared(ctx context.Context) {
+	if s.index.State().LastCommit != "" {
+		return
+	}
+	_, err := s.deps.Shared.Load(ctx, func(r io.Reader) (string, error) {
+		st, err := s.index.RestoreSnapshot(ctx, r)
+		return st.LastCommit, err
+	})
+	if err != nil {
+		s.logger.Warn("shared search index not loaded; indexing from the repository", "err", err)
+	}
+}
+
+// publish uploads a copy of the index when it moved since this replica's
+// last upload and the interval passed (or force); one upload at a time.
+func (s *Service) publish(ctx context.Context, force bool) {
+	if s.deps.Shared == nil || !s.deps.Shared.Due(s.index.State().LastCommit, force) || !s.publishing.CompareAndSwap(false, true) {
+		return
+	}
+	defer s.publishing.Store(false)
+	var commit string
+	err := s.deps.Shared.Publish(ctx, func(w io.Writer) (string, error) {
+		st, err := s.index.WriteSnapshot(ctx, w)
+		commit = st.LastCommit
+		return commit, err
+	})
+	if err != nil {
+		s.logger.Warn("search index copy not published", "commit", commit, "err", err)
+	}
 }
 
 // Stop stops following and closes the index.
@@ -127,6 +179,9 @@ func (s *Service) syncLoop(ctx context.Context) {
 		}
 		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
 			s.logger.Warn("index catch-up failed; will retry", "err", err)
+		}
+		if s.deps.Shared != nil && s.deps.Shared.Due(s.index.State().LastCommit, false) {
+			s.bg.Go(func() { s.publish(ctx, false) })
 		}
 		// Commits arriving meanwhile wait for one batch: each batch is a
 		// new index segment, and one per commit at hundreds of commits a

@@ -18,6 +18,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/readstate"
 	"github.com/garden-bloom/memory/pkg/searchindex"
 )
 
@@ -44,9 +45,15 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) start() {
+	e.startWith(filepath.Join(e.dir, "index"), nil)
+}
+
+// startWith starts the service on indexDir, sharing its state through
+// shared (nil: not shared).
+func (e *env) startWith(indexDir string, shared *readstate.Shared) {
 	t := e.t
-	svc, err := New(Config{IndexDir: filepath.Join(e.dir, "index"), HeadPoll: 20 * time.Millisecond, SourcesPoll: 50 * time.Millisecond},
-		Deps{RepoPath: e.repo.Path(), Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc, err := New(Config{IndexDir: indexDir, HeadPoll: 20 * time.Millisecond, SourcesPoll: 50 * time.Millisecond},
+		Deps{RepoPath: e.repo.Path(), Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Shared: shared})
 	require.NoError(t, err)
 	e.server = grpctest.Serve(t, svc.Register)
 	svc.Start(context.Background())
@@ -147,6 +154,32 @@ func TestRestartCatchesUpWithoutRebuilding(t *testing.T) {
 	require.Equal(t, []string{"memory/a/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "alpha"}))
 	gens, _ := filepath.Glob(filepath.Join(e.dir, "index", "gen-*"))
 	require.Equal(t, []string{filepath.Join(e.dir, "index", "gen-1")}, gens, "caught up in place, no rebuild")
+}
+
+// A replica with an empty index starts from the copy another one published
+// at shutdown and indexes only the commits after it.
+func TestNewReplicaStartsFromThePublishedIndex(t *testing.T) {
+	e := newEnv(t)
+	e.stop()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	shared := func() *readstate.Shared {
+		return readstate.New(e.blobs, "search-index.tar.gz", time.Hour, t.TempDir(), logger)
+	}
+	e.startWith(filepath.Join(e.dir, "first"), shared())
+	e.commit(put("memory/a/facts.md", "# Facts: a\n\n## D\n- alpha fact\n"))
+	e.current()
+	e.stop() // publishes
+	_, _, err := e.blobs.Get(context.Background(), readstate.Prefix+"search-index.tar.gz")
+	require.NoError(t, err)
+
+	e.commit(put("memory/b/facts.md", "# Facts: b\n\n## D\n- beta fact\n"))
+	e.startWith(filepath.Join(e.dir, "second"), shared())
+	e.current()
+	require.Equal(t, []string{"memory/a/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "alpha"}))
+	require.Equal(t, []string{"memory/b/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "beta"}))
+	gens, _ := filepath.Glob(filepath.Join(e.dir, "second", "gen-*"))
+	require.Len(t, gens, 1, "the restored generation replaced the empty one")
+	require.NotEqual(t, filepath.Join(e.dir, "second", "gen-1"), gens[0], "restored, not built from the repository")
 }
 
 func TestOnlineReindexAndSources(t *testing.T) {

@@ -30,6 +30,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/healthcheck"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/ratelimit"
+	"github.com/garden-bloom/memory/pkg/readstate"
 	"github.com/garden-bloom/memory/pkg/telemetry"
 	"github.com/garden-bloom/memory/services/contextassembly"
 	"github.com/garden-bloom/memory/services/entitygraph"
@@ -300,7 +301,8 @@ func (a *App) serviceConn(caller, addr string) (*grpc.ClientConn, error) {
 // commit stream with a service token of its own.
 func (a *App) setupSearchIndex() error {
 	cfg := a.cfg
-	deps := searchindex.Deps{RepoPath: cfg.Storage.ReadRepoPath(), Blobs: a.objects, Logger: a.logger}
+	deps := searchindex.Deps{RepoPath: cfg.Storage.ReadRepoPath(), Blobs: a.objects, Logger: a.logger,
+		Shared: readstate.New(a.objects, "search-index.tar.gz", cfg.Storage.ReadStateEvery, cfg.Storage.DataDir, a.logger)}
 	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
 		conn, err := a.serviceConn("search-index", addr)
 		if err != nil {
@@ -355,7 +357,8 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 			// registered by setupSearchIndex, which needs the listener
 		case ModuleEntityGraph:
 			deps := entitygraph.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Logger: a.logger,
-				StateDir: filepath.Join(a.cfg.Storage.DataDir, "entity-graph")}
+				StateDir: filepath.Join(a.cfg.Storage.DataDir, "entity-graph"),
+				Shared:   readstate.New(a.objects, "entity-graph.snapshot", a.cfg.Storage.ReadStateEvery, a.cfg.Storage.DataDir, a.logger)}
 			if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
 				conn, err := a.serviceConn("entity-graph", addr)
 				if err != nil {

@@ -55,6 +55,10 @@ type StorageConfig struct {
 	// or s3://bucket[/prefix]?endpoint=host:port&secure=false with
 	// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY in the environment.
 	ObjectsURL string
+	// ReadStateEvery is how often a read replica publishes its entity graph
+	// snapshot and a copy of its search index to the object store, so new
+	// replicas start from them instead of all of history (0 = never).
+	ReadStateEvery time.Duration
 }
 
 // RegisterFlags adds the storage flags.
@@ -64,6 +68,8 @@ func (c *StorageConfig) RegisterFlags(fs *flag.FlagSet) {
 		"usually the write plane's read-only git endpoint http://<its --http-addr>/git/memory.git, fetched with short-lived service tokens signed with the shared auth secret "+
 		"(only a URL ending in /git/memory.git is sent tokens), or any git remote the writer pushes to")
 	fs.DurationVar(&c.MirrorPoll, "repo-mirror-poll", time.Second, "how often the mirror fetches from --repo-mirror-url")
+	fs.DurationVar(&c.ReadStateEvery, "read-state-every", 10*time.Minute, "read targets: publish the entity graph snapshot and a copy of the search index to the object store this often (and at shutdown) when they moved, "+
+		"so a replica starting with an empty data dir loads them and replays only newer commits (0 = never publish or load)")
 	fs.StringVar(&c.ObjectsURL, "objects-url", "", "object store: file:///path (default <data-dir>/objects) or s3://bucket[/prefix]?endpoint=host:port&secure=false (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)")
 }
 
@@ -94,6 +100,9 @@ func (c *StorageConfig) Objects() string {
 func (c *StorageConfig) Validate() error {
 	if strings.TrimSpace(c.DataDir) == "" {
 		return errors.New("--data-dir must not be empty")
+	}
+	if c.ReadStateEvery < 0 {
+		return errors.New("--read-state-every must not be negative")
 	}
 	return nil
 }
