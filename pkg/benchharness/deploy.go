@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
@@ -305,36 +306,7 @@ func (d *deployment) guard(ctx context.Context) {
 // the entity graph snapshot are on disk. The clients reconnect by
 // themselves.
 func (d *deployment) restart(ctx context.Context, timeout time.Duration) (ColdStart, error) {
-	st, err := d.si.GetIndexStatus(d.call, &memoryv1.GetIndexStatusRequest{})
-	if err != nil {
-		return ColdStart{}, err
-	}
-	d.head = st.GetHeadCommit()
-	if d.stopGuards != nil {
-		d.stopGuards()
-	}
-	for i := len(d.procs) - 1; i >= 0; i-- {
-		if err := d.procs[i].stop(30 * time.Second); err != nil {
-			return ColdStart{}, err
-		}
-	}
-	d.started = time.Now()
-	for i, old := range d.procs {
-		p, err := startProcess(d.bin, old.name, d.runDir, d.args[old])
-		if err != nil {
-			return ColdStart{}, err
-		}
-		d.args[p] = d.args[old]
-		d.procs[i] = p
-		if d.read == old {
-			d.read = p
-		}
-		if d.write == old {
-			d.write = p
-		}
-	}
-	d.guard(ctx)
-	return d.waitServing(ctx, timeout), nil
+	return d.replace(ctx, timeout, slices.Clone(d.procs), nil)
 }
 
 // newReplica replaces the read plane by one with an empty state dir: the
@@ -343,6 +315,20 @@ func (d *deployment) restart(ctx context.Context, timeout time.Duration) (ColdSt
 // starts again — what a new read replica costs when another one has
 // published. With one process (all) the whole process restarts that way.
 func (d *deployment) newReplica(ctx context.Context, timeout time.Duration) (ColdStart, error) {
+	return d.replace(ctx, timeout, []*process{d.read}, func() error {
+		for _, dir := range []string{"search-index", "entity-graph"} {
+			if err := os.RemoveAll(filepath.Join(d.dataDir, dir)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// replace stops procs (last first), runs between, starts them again with
+// the same arguments and waits until the deployment serves main's head as
+// it was before the stop.
+func (d *deployment) replace(ctx context.Context, timeout time.Duration, procs []*process, between func() error) (ColdStart, error) {
 	st, err := d.si.GetIndexStatus(d.call, &memoryv1.GetIndexStatusRequest{})
 	if err != nil {
 		return ColdStart{}, err
@@ -351,30 +337,35 @@ func (d *deployment) newReplica(ctx context.Context, timeout time.Duration) (Col
 	if d.stopGuards != nil {
 		d.stopGuards()
 	}
-	old := d.read
-	if err := old.stop(30 * time.Second); err != nil {
-		return ColdStart{}, err
+	for i := len(procs) - 1; i >= 0; i-- {
+		if err := procs[i].stop(30 * time.Second); err != nil {
+			return ColdStart{}, err
+		}
 	}
-	for _, dir := range []string{"search-index", "entity-graph"} {
-		if err := os.RemoveAll(filepath.Join(d.dataDir, dir)); err != nil {
+	if between != nil {
+		if err := between(); err != nil {
 			return ColdStart{}, err
 		}
 	}
 	d.started = time.Now()
-	p, err := startProcess(d.bin, old.name, d.runDir, d.args[old])
-	if err != nil {
-		return ColdStart{}, err
-	}
-	d.args[p] = d.args[old]
-	for i := range d.procs {
-		if d.procs[i] == old {
-			d.procs[i] = p
+	for _, old := range procs {
+		p, err := startProcess(d.bin, old.name, d.runDir, d.args[old])
+		if err != nil {
+			return ColdStart{}, err
+		}
+		d.args[p] = d.args[old]
+		for i := range d.procs {
+			if d.procs[i] == old {
+				d.procs[i] = p
+			}
+		}
+		if d.read == old {
+			d.read = p
+		}
+		if d.write == old {
+			d.write = p
 		}
 	}
-	if d.write == old {
-		d.write = p
-	}
-	d.read = p
 	d.guard(ctx)
 	return d.waitServing(ctx, timeout), nil
 }

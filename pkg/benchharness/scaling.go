@@ -126,7 +126,10 @@ func (h *harness) scaleRun(ctx context.Context, rep *Report, pt ScalePoint) (Sca
 	if err := d.alive(); err != nil {
 		return pt, fmt.Errorf("scale N=%d M=%d: %w", pt.Agents, pt.Commits, err)
 	}
-	if cs.Ready {
+	// Restarts are measured where the budget is (the largest M): each
+	// costs a shutdown that publishes the state, and the main runs have
+	// them at the main size already.
+	if cs.Ready && len(h.opts.ScaleCommits) > 0 && pt.Commits == slices.Max(h.opts.ScaleCommits) {
 		h.logf("scale N=%d M=%d: restart", pt.Agents, pt.Commits)
 		rs, err := d.restart(ctx, h.opts.ReadyTimeout)
 		pt.Restart = &rs

@@ -167,9 +167,14 @@ func readState(ctx context.Context, r *bluge.Reader) (st State, ok bool, err err
 // slash-separated relative names. bluge's Backup writes a flat directory
 // (segments *.seg and one *.snp), but nested files would work too.
 func writeTarGz(ctx context.Context, w io.Writer, dir string) error {
-	zw := gzip.NewWriter(w)
+	// BestSpeed: segments are already compact, and a replica publishes at
+	// shutdown within its grace period.
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
 	tw := tar.NewWriter(zw)
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}

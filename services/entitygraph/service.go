@@ -209,8 +209,8 @@ func decodeSnapshot(r io.Reader) (snapshotFile, *entitygraph.Graph, error) {
 	return f, g, nil
 }
 
-// publishOnStopTimeout bounds the upload at shutdown.
-const publishOnStopTimeout = 15 * time.Second
+// publishOnStopTimeout bounds the upload at shutdown (see search-index's).
+const publishOnStopTimeout = 10 * time.Second
 
 // publish uploads the snapshot on disk when it moved since this replica's
 // last upload and the interval passed (or force).

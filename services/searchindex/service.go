@@ -109,8 +109,9 @@ func (s *Service) StopFollowing() {
 	})
 }
 
-// publishOnStopTimeout bounds the upload at shutdown.
-const publishOnStopTimeout = 20 * time.Second
+// publishOnStopTimeout bounds the upload at shutdown: with the drain
+// (--shutdown-timeout, 15 s) it must fit a pod's 30 s grace period.
+const publishOnStopTimeout = 10 * time.Second
 
 // loadShared fills an empty index from the copy another replica published.
 func (s *Service) loadShared(ctx context.Context) {
