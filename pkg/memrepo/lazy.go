@@ -18,6 +18,19 @@ type Lazy struct {
 // NewLazy returns a Lazy for path.
 func NewLazy(path string) *Lazy { return &Lazy{path: path} }
 
+// LazyFor is shared when set (a handle several services of one process
+// use), else a Lazy of its own for path.
+func LazyFor(shared *Lazy, path string) *Lazy {
+	if shared != nil {
+		return shared
+	}
+	return NewLazy(path)
+}
+
+// Opened returns a Lazy for a repository that is already open, so services
+// in one process share its caches (a Repo is safe for concurrent use).
+func Opened(r *Repo) *Lazy { return &Lazy{path: r.Path(), repo: r} }
+
 // Get opens the repository, or returns it when already open.
 func (l *Lazy) Get() (*Repo, error) {
 	l.mu.Lock()

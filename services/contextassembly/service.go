@@ -32,7 +32,11 @@ var Name = memoryv1.ContextAssemblyService_ServiceDesc.ServiceName
 type Deps struct {
 	// RepoPath is the canonical bare repository, opened read-only.
 	RepoPath string
-	Logger   *slog.Logger
+	// Repo, when set, is the repository handle to share with the other
+	// services of the process (one set of object caches); else RepoPath
+	// is opened on first use.
+	Repo   *memrepo.Lazy
+	Logger *slog.Logger
 	// TokenEncoding is the tiktoken encoding; "" = cl100k_base.
 	TokenEncoding string
 	// Search is search-index's client, for query hints (nil: no hits).
@@ -86,7 +90,7 @@ func New(d Deps) (*Service, error) {
 		return nil, err
 	}
 	logger := d.Logger.With("service", "context-assembly")
-	return &Service{deps: d, logger: logger, counter: counter, countCache: map[[32]byte]int{}, repo: memrepo.NewLazy(d.RepoPath),
+	return &Service{deps: d, logger: logger, counter: counter, countCache: map[[32]byte]int{}, repo: memrepo.LazyFor(d.Repo, d.RepoPath),
 		blocks: lru.New[plumbing.Hash, []memread.Block](blockCacheSize), reads: lru.New[readKey, *folderRead](readCacheSize),
 		usage: newUsage(d.Usage, logger)}, nil
 }

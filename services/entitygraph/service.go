@@ -37,6 +37,10 @@ var Name = memoryv1.EntityGraphService_ServiceDesc.ServiceName
 type Deps struct {
 	// RepoPath is the canonical bare repository (or the mirror), read-only.
 	RepoPath string
+	// Repo, when set, is the repository handle to share with the other
+	// services of the process (one set of object caches); else RepoPath
+	// is opened on first use.
+	Repo *memrepo.Lazy
 	// Commits is proposal-apply's client, for the commit stream (nil: polling).
 	Commits memoryv1.ProposalApplyServiceClient
 	Logger  *slog.Logger
@@ -82,7 +86,7 @@ func New(d Deps) *Service {
 	if d.Poll <= 0 {
 		d.Poll = time.Second
 	}
-	return &Service{deps: d, logger: d.Logger.With("service", "entity-graph"), repo: memrepo.NewLazy(d.RepoPath),
+	return &Service{deps: d, logger: d.Logger.With("service", "entity-graph"), repo: memrepo.LazyFor(d.Repo, d.RepoPath),
 		kick: make(chan struct{}, 1), graph: entitygraph.New()}
 }
 

@@ -30,7 +30,11 @@ var Name = memoryv1.SearchIndexService_ServiceDesc.ServiceName
 type Deps struct {
 	// RepoPath is the canonical bare repository, opened read-only.
 	RepoPath string
-	Blobs    blob.Store
+	// Repo, when set, is the repository handle to share with the other
+	// services of the process (one set of object caches); else RepoPath
+	// is opened on first use.
+	Repo  *memrepo.Lazy
+	Blobs blob.Store
 	// Commits is proposal-apply's client, for the commit stream (may be nil:
 	// then only polling).
 	Commits memoryv1.ProposalApplyServiceClient
@@ -72,7 +76,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 		return nil, err
 	}
 	return &Service{cfg: cfg, deps: d, logger: d.Logger.With("service", "search-index"), index: ix, kick: make(chan struct{}, 1),
-		repo: memrepo.NewLazy(d.RepoPath)}, nil
+		repo: memrepo.LazyFor(d.Repo, d.RepoPath)}, nil
 }
 
 // Register adds the service's gRPC handlers to g.

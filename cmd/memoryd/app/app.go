@@ -64,6 +64,8 @@ type App struct {
 	entityGraph     *entitygraph.Service
 	writerLock      *os.File
 	mirror          *memrepo.Mirror
+	writeRepo       *memrepo.Repo // proposal-apply's, when this process runs it
+	sharedRepo      *memrepo.Lazy // the read services' (readRepo)
 	objects         blob.Store
 	mirrorFeed      memoryv1.ProposalApplyServiceClient
 	signer          *auth.Signer
@@ -185,6 +187,7 @@ func (a *App) setupWritePlane(ctx context.Context) error {
 		return fmt.Errorf("memory repo: %w", err)
 	}
 	a.logger.Info("memory repo ready", "path", cfg.Storage.RepoPath(), "head", head.String())
+	a.writeRepo = repo
 	a.proposalApply, err = proposalapply.New(ctx, cfg.ProposalApply, proposalapply.Deps{
 		Repo: repo, Blobs: a.objects, Logger: a.logger, MeterProvider: a.tel.MeterProvider(), LookupEnv: os.LookupEnv,
 		ObjectsLocation: objectsLocation(cfg.Storage.Objects()),
@@ -255,10 +258,24 @@ func (a *App) mirrorToken() (string, error) {
 	return a.signer.Mint("memoryd/mirror", []auth.Role{auth.RoleService}, []string{auth.AllAgents}, auth.ServiceTokenTTL)
 }
 
+// readRepo is the one repository handle of the read services: each handle
+// has its own object, tree and commit caches and pack indexes, so three
+// would hold three copies. In the all-in-one it is the writer's own.
+func (a *App) readRepo() *memrepo.Lazy {
+	if a.sharedRepo == nil {
+		if a.writeRepo != nil && a.cfg.Storage.ReadRepoPath() == a.cfg.Storage.RepoPath() {
+			a.sharedRepo = memrepo.Opened(a.writeRepo)
+		} else {
+			a.sharedRepo = memrepo.NewLazy(a.cfg.Storage.ReadRepoPath())
+		}
+	}
+	return a.sharedRepo
+}
+
 // setupContextAssembly builds context-assembly with its own service-token
 // client of search-index (query hints) and the object store (sources).
 func (a *App) setupContextAssembly(g *grpc.Server) error {
-	deps := contextassembly.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Logger: a.logger, TokenEncoding: a.cfg.ProposalApply.TokenEncoding}
+	deps := contextassembly.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Repo: a.readRepo(), Logger: a.logger, TokenEncoding: a.cfg.ProposalApply.TokenEncoding}
 	deps.Blobs = a.objects
 	if addr := a.serviceAddr(ModuleSearchIndex); addr != "" {
 		conn, err := a.serviceConn("context-assembly", addr)
@@ -301,7 +318,7 @@ func (a *App) serviceConn(caller, addr string) (*grpc.ClientConn, error) {
 // commit stream with a service token of its own.
 func (a *App) setupSearchIndex() error {
 	cfg := a.cfg
-	deps := searchindex.Deps{RepoPath: cfg.Storage.ReadRepoPath(), Blobs: a.objects, Logger: a.logger,
+	deps := searchindex.Deps{RepoPath: cfg.Storage.ReadRepoPath(), Repo: a.readRepo(), Blobs: a.objects, Logger: a.logger,
 		Shared: readstate.New(a.objects, "search-index.tar.gz", cfg.Storage.ReadStateEvery, cfg.Storage.DataDir, a.logger)}
 	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
 		conn, err := a.serviceConn("search-index", addr)
@@ -356,7 +373,7 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 		case ModuleSearchIndex:
 			// registered by setupSearchIndex, which needs the listener
 		case ModuleEntityGraph:
-			deps := entitygraph.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Logger: a.logger,
+			deps := entitygraph.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Repo: a.readRepo(), Logger: a.logger,
 				StateDir: filepath.Join(a.cfg.Storage.DataDir, "entity-graph"),
 				Shared:   readstate.New(a.objects, "entity-graph.snapshot", a.cfg.Storage.ReadStateEvery, a.cfg.Storage.DataDir, a.logger)}
 			if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
