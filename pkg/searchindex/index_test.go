@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -142,25 +143,7 @@ func TestRebuildWhileSearching(t *testing.T) {
 	require.NoError(t, err)
 	defer ix.Close()
 	seed(t, ix)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var failures int
-	var mu sync.Mutex
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			res, err := ix.Search(context.Background(), Query{Text: "minio"})
-			mu.Lock()
-			if err != nil || len(res.Hits) == 0 {
-				failures++
-			}
-			mu.Unlock()
-		}
-	})
+	stop := keepUsing(ix, false)
 	err = ix.Rebuild(context.Background(), func(b *Builder) error {
 		for i := range 50 {
 			if err := b.Apply(context.Background(), Batch{Upserts: []File{
@@ -171,15 +154,44 @@ func TestRebuildWhileSearching(t *testing.T) {
 		return b.Apply(context.Background(), Batch{Commit: "c9"})
 	})
 	require.NoError(t, err)
-	close(stop)
-	wg.Wait()
-	require.Zero(t, failures, "searches keep answering during a rebuild")
+	require.Zero(t, stop(), "searches keep answering during a rebuild")
 	require.Equal(t, "c9", ix.State().LastCommit)
 	require.Equal(t, 50, ix.State().Documents)
 	gens, err := filepath.Glob(filepath.Join(dir, "gen-*"))
 	require.NoError(t, err)
 	require.Len(t, gens, 1, "the old generation is removed")
 	require.True(t, strings.HasSuffix(gens[0], "gen-2"))
+}
+
+// keepUsing searches ix for the seeded "minio" over and over (with apply,
+// also applies empty batches) until the returned stop, which says how many
+// calls failed or found nothing.
+func keepUsing(ix *Index, apply bool) (stop func() int64) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if res, err := ix.Search(context.Background(), Query{Text: "minio"}); err != nil || len(res.Hits) == 0 {
+				failures.Add(1)
+			}
+			if apply {
+				if err := ix.Apply(context.Background(), Batch{}); err != nil {
+					failures.Add(1)
+				}
+			}
+		}
+	})
+	return func() int64 {
+		close(done)
+		wg.Wait()
+		return failures.Load()
+	}
 }
 
 func TestExcerptWindowAndMarks(t *testing.T) {

@@ -337,30 +337,12 @@ func TestRestoreWhileServing(t *testing.T) {
 	require.NoError(t, err)
 	defer dst.Close()
 	seed(t, dst)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var failures atomic.Int64
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if res, err := dst.Search(ctx, Query{Text: "minio"}); err != nil || len(res.Hits) == 0 {
-				failures.Add(1)
-			}
-			if err := dst.Apply(ctx, Batch{}); err != nil {
-				failures.Add(1)
-			}
-		}
-	})
+	stop := keepUsing(dst, true)
 	got, err := dst.RestoreSnapshot(ctx, &buf)
-	close(stop)
-	wg.Wait()
+	failures := stop()
 	require.NoError(t, err)
 	require.Equal(t, st, got)
-	require.Zero(t, failures.Load(), "searches and batches go on during a restore")
+	require.Zero(t, failures, "searches and batches go on during a restore")
 	require.Equal(t, []string{"gen-2"}, generations(t, base))
 	require.Equal(t, src.Files(), dst.Files())
 }
