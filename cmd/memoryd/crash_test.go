@@ -155,10 +155,10 @@ func startKillable(t *testing.T, args []string) *killable {
 	t.Helper()
 	cmd := exec.Command(memorydBin, args...)
 	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=")
-	ready, dump := watchLogs(t, cmd)
+	ready, dump, wait := watchLogs(t, cmd)
 	require.NoError(t, cmd.Start())
 	k := &killable{cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(k.exited) }()
+	go func() { _ = wait(); close(k.exited) }()
 	select {
 	case k.process = <-ready:
 	case <-k.exited:

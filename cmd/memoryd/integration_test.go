@@ -138,14 +138,19 @@ func freeAddr(t *testing.T) string {
 
 // watchLogs collects a process's JSON log lines (for failure messages) and
 // reports its addresses once it logs "memoryd serving".
-func watchLogs(t *testing.T, cmd *exec.Cmd) (<-chan process, func() string) {
+// The returned wait must be used instead of cmd.Wait: it reads the log to
+// its end first (Wait closes the pipe, and lines not read by then, such as
+// the last "memoryd stopped", would be lost).
+func watchLogs(t *testing.T, cmd *exec.Cmd) (<-chan process, func() string, func() error) {
 	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var logs strings.Builder
 	ready := make(chan process, 1)
+	eof := make(chan struct{})
 	go func() {
+		defer close(eof)
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
@@ -163,7 +168,11 @@ func watchLogs(t *testing.T, cmd *exec.Cmd) (<-chan process, func() string) {
 			}
 		}
 	}()
-	return ready, func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }
+	wait := func() error {
+		<-eof
+		return cmd.Wait()
+	}
+	return ready, func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }, wait
 }
 
 // startBinary runs the real memoryd with args and waits for it to log its
@@ -173,10 +182,10 @@ func startBinary(t *testing.T, dataDir string, args ...string) process {
 	cmd := exec.Command(memorydBin, append([]string{"--data-dir", dataDir,
 		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--search-sources-poll", "100ms"}, args...)...)
 	cmd.Env = append(append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="), extraEnv...)
-	ready, dump := watchLogs(t, cmd)
+	ready, dump, wait := watchLogs(t, cmd)
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- wait() }()
 
 	var p process
 	select {
