@@ -77,7 +77,7 @@ func (e *edge) normalize(r *http.Request, st *status.Status) *status.Status {
 			slog.String("path", apierr.Clip(r.URL.Path)), slog.String("error", st.Message()))
 		return status.Convert(apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_UNSPECIFIED,
 			"the service is unavailable; retry later", unavailableRetry))
-	case st.Code() == codes.DeadlineExceeded && info == nil && errors.Is(r.Context().Err(), context.DeadlineExceeded):
+	case st.Code() == codes.DeadlineExceeded && info == nil && deadlinePassed(r.Context()):
 		st = status.New(codes.DeadlineExceeded, fmt.Sprintf("the request did not complete within %s", e.cfg.Timeout))
 	}
 	if info != nil {
@@ -141,4 +141,18 @@ func retryDelay(st *status.Status) (time.Duration, bool) {
 // immediate retry).
 func retryAfter(d time.Duration) string {
 	return strconv.FormatInt(max(1, int64(math.Ceil(d.Seconds()))), 10)
+}
+
+// deadlineSlack: the edge's deadline travels with the call (grpc-timeout),
+// so the service may cut the stream a moment before ctx itself expires.
+const deadlineSlack = 50 * time.Millisecond
+
+// deadlinePassed reports whether ctx's deadline has passed, or is so close
+// that a DeadlineExceeded from the service is this request's own.
+func deadlinePassed(ctx context.Context) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < deadlineSlack
 }
