@@ -22,6 +22,10 @@ import (
 // Prefix is where the shared states live in the object store.
 const Prefix = "read-state/"
 
+// StopTimeout bounds a publish at shutdown: with the drain
+// (--shutdown-timeout, 15 s) it must fit a pod's 30 s grace period.
+const StopTimeout = 10 * time.Second
+
 // Shared is one service's shared state object. A nil *Shared is disabled:
 // Open finds nothing and Publish does nothing.
 type Shared struct {

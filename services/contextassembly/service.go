@@ -5,7 +5,6 @@ package contextassembly
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"strings"
@@ -55,11 +54,6 @@ type Service struct {
 
 	repo *memrepo.Lazy
 
-	// countCache memoises token counts by content hash: memory files are
-	// read far more often than they change.
-	countMu    sync.Mutex
-	countCache map[[32]byte]int
-
 	// blocks memoises each agent folder's ALWAYS_LOAD blocks by the
 	// folder's tree hash, so reads do not scan every run file each time.
 	blocks *lru.Cache[plumbing.Hash, []memread.Block]
@@ -71,9 +65,6 @@ type Service struct {
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
 }
-
-// maxCountCache bounds the token-count cache (entries, not bytes).
-const maxCountCache = 100_000
 
 // Cache sizes in approximate bytes. A basic read of an agent near its
 // Layer 1 limits holds ~25 KB, so 64 MiB keeps the hot reads of a few
@@ -90,7 +81,7 @@ func New(d Deps) (*Service, error) {
 		return nil, err
 	}
 	logger := d.Logger.With("service", "context-assembly")
-	return &Service{deps: d, logger: logger, counter: counter, countCache: map[[32]byte]int{}, repo: memrepo.LazyFor(d.Repo, d.RepoPath),
+	return &Service{deps: d, logger: logger, counter: counter, repo: memrepo.LazyFor(d.Repo, d.RepoPath),
 		blocks: lru.New[plumbing.Hash, []memread.Block](blockCacheSize), reads: lru.New[readKey, *folderRead](readCacheSize),
 		usage: newUsage(d.Usage, logger)}, nil
 }
@@ -114,24 +105,9 @@ func (s *Service) Register(g *grpc.Server) {
 	memoryv1.RegisterContextAssemblyServiceServer(g, &handler{svc: s})
 }
 
-// count returns s's token count, from the cache when the text was seen.
-func (s *Service) count(text string) int {
-	key := sha256.Sum256([]byte(text))
-	s.countMu.Lock()
-	n, ok := s.countCache[key]
-	s.countMu.Unlock()
-	if ok {
-		return n
-	}
-	n = s.counter.Count(text)
-	s.countMu.Lock()
-	if len(s.countCache) >= maxCountCache {
-		clear(s.countCache) // simple and bounded; a cold cache only costs CPU
-	}
-	s.countCache[key] = n
-	s.countMu.Unlock()
-	return n
-}
+// count counts text's tokens; tokens.Counter memoises the counts of the
+// pieces it splits text into, so repeated files cost lookups only.
+func (s *Service) count(text string) int { return s.counter.Count(text) }
 
 // openRepo opens the repository once it exists.
 func (s *Service) openRepo() (*memrepo.Repo, error) { return s.repo.Get() }

@@ -139,7 +139,7 @@ func (s *Service) loop(ctx context.Context) {
 		case <-ctx.Done():
 			s.save()
 			// The next replica starts from here (bounded: shutdown waits).
-			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishOnStopTimeout)
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readstate.StopTimeout)
 			s.publish(pctx, true)
 			cancel()
 			return
@@ -212,9 +212,6 @@ func decodeSnapshot(r io.Reader) (snapshotFile, *entitygraph.Graph, error) {
 	}
 	return f, g, nil
 }
-
-// publishOnStopTimeout bounds the upload at shutdown (see search-index's).
-const publishOnStopTimeout = 10 * time.Second
 
 // publish uploads the snapshot on disk when it moved since this replica's
 // last upload and the interval passed (or force).

@@ -107,15 +107,11 @@ func (s *Service) StopFollowing() {
 	s.bg.Wait()
 	// The next replica starts from here (bounded: shutdown waits), once.
 	s.publishOnStop.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), publishOnStopTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), readstate.StopTimeout)
 		defer cancel()
 		s.publish(ctx, true)
 	})
 }
-
-// publishOnStopTimeout bounds the upload at shutdown: with the drain
-// (--shutdown-timeout, 15 s) it must fit a pod's 30 s grace period.
-const publishOnStopTimeout = 10 * time.Second
 
 // loadShared fills an empty index from the copy another replica published.
 func (s *Service) loadShared(ctx context.Context) {
