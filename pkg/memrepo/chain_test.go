@@ -27,6 +27,14 @@ func packFiles(t testing.TB, r *Repo) []string {
 	return packs
 }
 
+// tmpPackFiles are pack or index files a writer has not published (yet).
+func tmpPackFiles(t testing.TB, r *Repo) []string {
+	t.Helper()
+	tmp, err := filepath.Glob(filepath.Join(r.Path(), "objects", "pack", "tmp_*"))
+	require.NoError(t, err)
+	return tmp
+}
+
 func looseObjects(t testing.TB, r *Repo) []string {
 	t.Helper()
 	loose, err := filepath.Glob(filepath.Join(r.Path(), "objects", "??", "*"))
@@ -243,9 +251,7 @@ func TestCompactPacks(t *testing.T) {
 
 	after := len(packFiles(t, r))
 	require.Less(t, after, compactMinPacks, "packs were merged")
-	tmp, err := filepath.Glob(filepath.Join(r.Path(), "objects", "pack", "tmp_*"))
-	require.NoError(t, err)
-	require.Empty(t, tmp)
+	require.Empty(t, tmpPackFiles(t, r))
 	requireFsckClean(t, r.Path())
 	for _, repo := range []*Repo{r, stale, mustOpen(t, r.Path())} {
 		for i, h := range hs {

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,8 +126,7 @@ func TestCrashSafety(t *testing.T) {
 		if removed {
 			staleLocks++
 		}
-		tmp, err := filepath.Glob(filepath.Join(r.Path(), "objects", "pack", "tmp_*"))
-		require.NoError(t, err)
+		tmp := tmpPackFiles(t, r)
 		tmpFiles = len(tmp)
 
 		requireFsckClean(t, r.Path())
@@ -148,8 +146,7 @@ func TestCrashSafety(t *testing.T) {
 		}
 		t.Logf("kill %d: %d commits, stale lock: %v, temp files: %d", k, count, removed, len(tmp))
 	}
-	packs, err := filepath.Glob(filepath.Join(r.Path(), "objects", "pack", "pack-*.pack"))
-	require.NoError(t, err)
+	packs := packFiles(t, r)
 	t.Logf("%d kills: %d stale locks recovered, %d temp pack files left (harmless, git gc prunes them), %d packs",
 		kills, staleLocks, tmpFiles, len(packs))
 

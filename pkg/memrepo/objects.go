@@ -224,7 +224,7 @@ func (s *objectStore) readPacked(packs []*packIndex, h plumbing.Hash) (plumbing.
 		if err != nil {
 			continue
 		}
-		f, err := os.Open(filepath.Join(s.dir, "pack", p.name+".pack"))
+		f, err := os.Open(filepath.Join(s.packDir(), p.name+".pack"))
 		if err != nil {
 			return nil, err
 		}
@@ -258,7 +258,7 @@ func (s *objectStore) packList(rescan bool) ([]*packIndex, error) {
 	if s.packsLoaded && !rescan {
 		return s.packs, nil
 	}
-	packDir := filepath.Join(s.dir, "pack")
+	packDir := s.packDir()
 	names, err := readDirNames(packDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("memrepo: list packs: %w", err)

@@ -64,25 +64,7 @@ func (r *Repo) treeEntries(h plumbing.Hash) ([]object.TreeEntry, error) {
 
 // tree returns tree h decoded, from the cache when it was seen (nil for the
 // zero hash).
-func (r *Repo) tree(h plumbing.Hash) (*decodedTree, error) {
-	if h.IsZero() {
-		return nil, nil
-	}
-	if t, ok := r.objs.trees.Get(h); ok {
-		return t, nil
-	}
-	o, err := r.objs.get(plumbing.TreeObject, h)
-	if err != nil {
-		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
-	}
-	var t object.Tree
-	if err := t.Decode(o); err != nil {
-		return nil, fmt.Errorf("memrepo: decode tree %s: %w", h, err)
-	}
-	dt := newDecodedTree(t.Entries)
-	r.objs.trees.Put(h, dt, dt.cost)
-	return dt, nil
-}
+func (r *Repo) tree(h plumbing.Hash) (*decodedTree, error) { return r.objs.tree(h) }
 
 // lookupPath walks from root tree to the entry for path, one tree per
 // segment. It returns ok=false if some segment is missing or a non-final
@@ -268,8 +250,8 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 		set[prefix+e.Name] = true
 		return nil
 	}
-	for _, nb := range entriesOf(tb) {
-		na, ok := findIn(ta, nb.Name)
+	for _, nb := range tb.all() {
+		na, ok := ta.find(nb.Name)
 		switch {
 		case !ok:
 			err = all(nb)
@@ -286,8 +268,8 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 			return err
 		}
 	}
-	for _, na := range entriesOf(ta) { // deleted on b's side
-		if _, ok := findIn(tb, na.Name); ok {
+	for _, na := range ta.all() { // deleted on b's side
+		if _, ok := tb.find(na.Name); ok {
 			continue
 		}
 		if err := all(na); err != nil {
@@ -295,22 +277,6 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 		}
 	}
 	return nil
-}
-
-// entriesOf is t's entries; none for the empty (nil) tree.
-func entriesOf(t *decodedTree) []object.TreeEntry {
-	if t == nil {
-		return nil
-	}
-	return t.entries
-}
-
-// findIn finds name in t; never in the empty (nil) tree.
-func findIn(t *decodedTree, name string) (object.TreeEntry, bool) {
-	if t == nil {
-		return object.TreeEntry{}, false
-	}
-	return t.find(name)
 }
 
 // Walk calls fn for from and then each first parent, newest to oldest, until

@@ -1,6 +1,8 @@
 package memrepo
 
 import (
+	"fmt"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
@@ -36,8 +38,19 @@ func newDecodedTree(entries []object.TreeEntry) *decodedTree {
 	return t
 }
 
-// find returns the entry called name.
+// all returns the entries; none for the empty (nil) tree.
+func (t *decodedTree) all() []object.TreeEntry {
+	if t == nil {
+		return nil
+	}
+	return t.entries
+}
+
+// find returns the entry called name; never found in the empty (nil) tree.
 func (t *decodedTree) find(name string) (object.TreeEntry, bool) {
+	if t == nil {
+		return object.TreeEntry{}, false
+	}
 	if t.index != nil {
 		i, ok := t.index[name]
 		if !ok {
@@ -61,4 +74,26 @@ const treeCacheSize = 32 << 20
 
 func newTreeCache() *lru.Cache[plumbing.Hash, *decodedTree] {
 	return lru.New[plumbing.Hash, *decodedTree](treeCacheSize)
+}
+
+// tree returns tree h decoded, from the cache when it was seen (nil for the
+// zero hash). The result is shared: callers must not modify it.
+func (s *objectStore) tree(h plumbing.Hash) (*decodedTree, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	if t, ok := s.trees.Get(h); ok {
+		return t, nil
+	}
+	o, err := s.get(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
+	}
+	var t object.Tree
+	if err := t.Decode(o); err != nil {
+		return nil, fmt.Errorf("memrepo: decode tree %s: %w", h, err)
+	}
+	dt := newDecodedTree(t.Entries)
+	s.trees.Put(h, dt, dt.cost)
+	return dt, nil
 }

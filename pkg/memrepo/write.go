@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -376,20 +377,19 @@ func newTreeBuilder(store *objectStore, objects *objectSet, root plumbing.Hash) 
 }
 
 func (b *treeBuilder) load(h plumbing.Hash) (*treeNode, error) {
-	var o plumbing.EncodedObject
 	if p, ok := b.objects.byHash[h]; ok && p.Type() == plumbing.TreeObject {
-		o = p
-	} else {
-		var err error
-		if o, err = b.store.get(plumbing.TreeObject, h); err != nil {
-			return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
+		// Built earlier in this chain, not in the store yet.
+		var t object.Tree
+		if err := t.Decode(p); err != nil { // decodes into fresh slices: ours to modify
+			return nil, fmt.Errorf("memrepo: decode tree %s: %w", h, err)
 		}
+		return &treeNode{orig: h, entries: t.Entries}, nil
 	}
-	var t object.Tree
-	if err := t.Decode(o); err != nil { // decodes into fresh slices: ours to modify
-		return nil, fmt.Errorf("memrepo: decode tree %s: %w", h, err)
+	t, err := b.store.tree(h) // shared, decoded once: copy before modifying
+	if err != nil {
+		return nil, err
 	}
-	return &treeNode{orig: h, entries: t.Entries}, nil
+	return &treeNode{orig: h, entries: slices.Clone(t.all())}, nil
 }
 
 func (n *treeNode) find(name string) int {
