@@ -10,6 +10,7 @@ import (
 
 	"github.com/garden-bloom/memory/pkg/mdops"
 	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/tokens"
 )
 
 // Targets of the generated Layer 1 files, in estimated tokens (the hard
@@ -236,7 +237,7 @@ func (st *agentState) finish(c *change, at time.Time) {
 		AgentID: st.id, Version: st.version, LastUpdate: at, LastRunID: c.runID, LastProposalID: c.proposalID,
 		SnapshotTokenCount: st.snapTok, FactsTokenCount: st.factTok, OpenLoopsTokenCount: st.loopsTok,
 		Layer1TokenCount: st.snapTok + st.factTok + st.loopsTok, OpenLoopsCount: len(st.open),
-		DecisionsCount: st.decisionsCount, SchemaVersion: memlayout.SchemaVersion, TokenEncoding: "cl100k_base",
+		DecisionsCount: st.decisionsCount, SchemaVersion: memlayout.SchemaVersion, TokenEncoding: tokens.DefaultEncoding,
 		Layer1SHA256: hex.EncodeToString(sum[:]),
 	}
 	c.files[memlayout.MetaFile] = string(meta.Encode())

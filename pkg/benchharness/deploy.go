@@ -25,7 +25,6 @@ const (
 
 // deployment is a running memoryd suite on a copy of a data set.
 type deployment struct {
-	kind    string
 	dataDir string
 	started time.Time // when the first process was started
 	runDir  string
@@ -85,7 +84,7 @@ type ColdStart struct {
 
 // deploy copies the data set to runDir/data and starts memoryd on it.
 func (h *harness) deploy(ctx context.Context, kind, dataset string, m *Manifest, runDir string) (*deployment, error) {
-	d := &deployment{kind: kind, dataDir: filepath.Join(runDir, "data"), manifest: m, bin: h.bin,
+	d := &deployment{dataDir: filepath.Join(runDir, "data"), manifest: m, bin: h.bin,
 		args: map[*process][]string{}, head: m.Head, maxRSS: h.maxRSS, runDir: runDir}
 	if err := os.MkdirAll(d.dataDir, 0o755); err != nil {
 		return nil, err
@@ -187,11 +186,9 @@ func (d *deployment) waitServing(ctx context.Context, timeout time.Duration) Col
 	lastLag, indexed := int32(-1), ""
 	deadline := start.Add(timeout)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
-		for _, p := range d.procs {
-			if err := p.alive(); err != nil {
-				cs.Note = err.Error()
-				return cs
-			}
+		if err := d.alive(); err != nil {
+			cs.Note = err.Error()
+			return cs
 		}
 		if healthAt == 0 {
 			all := true
@@ -252,8 +249,8 @@ func (d *deployment) waitServing(ctx context.Context, timeout time.Duration) Col
 	}
 	for _, p := range d.procs {
 		s, err := p.sample()
-		if err != nil {
-			continue
+		if err != nil || p.started.Before(start) {
+			continue // a process not (re)started here used its CPU elsewhere
 		}
 		wall := time.Since(start).Seconds()
 		cs.Procs = append(cs.Procs, ProcStats{Process: p.name, CPUSeconds: round3(s.cpu), CPUCores: round3(s.cpu / wall),

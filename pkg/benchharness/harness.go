@@ -332,14 +332,16 @@ func (h *harness) mainRun(ctx context.Context, kind, ds string, m *Manifest, cap
 	}
 	h.logf("%s: commit → searchable / readable lags, %s", run.Name, o.Duration)
 	meter := startMeter(append(d.procs, self))
-	lags := measureLags(d.call, d, w, cw, o.Duration, m.Seed)
+	lagStart := time.Now()
+	lags := measureLags(d.call, d, w, cw, o.Duration, m.Seed) // finishes the probe in flight
+	lagTook := time.Since(lagStart)
 	procs := meter.stop()
 	for _, l := range []struct {
 		name    string
 		samples []time.Duration
 	}{{ScSearchLag, lags.searchable}, {ScReadLag, lags.readable}} {
 		run.Scenarios = append(run.Scenarios, ScenarioResult{Name: l.name, Transport: "grpc", Concurrency: 1, Requests: len(l.samples),
-			Errors: lags.errors, FirstError: lags.first, Seconds: secs(o.Duration), Latency: summarize(l.samples), Procs: procs,
+			Errors: lags.errors, FirstError: lags.first, Seconds: secs(lagTook), Latency: summarize(l.samples), Procs: procs,
 			Note: "from the commit's arrival on WatchCommits until the probe is found (polled every ~1 ms)"})
 	}
 	h.logf("%s: %s, %d proposals in flight, %s", run.Name, ScApply, o.WriteConcurrency, o.Duration)
@@ -374,7 +376,6 @@ func (h *harness) up(ctx context.Context, kind, ds string, m *Manifest) (*deploy
 	if err != nil {
 		return nil, ColdStart{}, err
 	}
-	d.runDir = runDir
 	profiled := h.profileColdStart(ctx, d, fmt.Sprintf("%s N=%d M=%d", kind, m.Agents, m.Commits))
 	cs := d.waitServing(ctx, h.opts.ReadyTimeout)
 	profiled()

@@ -24,8 +24,8 @@ type ScenarioResult struct {
 	// RespBytes is the median response size (serialized protobuf, or the
 	// JSON body for REST).
 	RespBytes int `json:"respBytes,omitempty"`
-	// Floor compares the latency with the no-op server's for the same
-	// response size (reads only).
+	// Floor compares the latency with the gRPC no-op floor of the same read
+	// (reads only; REST rows too, so they show the edge's cost over gRPC).
 	Floor *FloorRatio `json:"floor,omitempty"`
 	Procs []ProcStats `json:"procs,omitempty"`
 	Note  string      `json:"note,omitempty"`
@@ -49,8 +49,10 @@ type loadSpec struct {
 	warmup, duration time.Duration
 	seed             int64
 	procs            []*process // measured for CPU and RSS
-	timeout          time.Duration
 }
+
+// requestTimeout bounds one request of a scenario.
+const requestTimeout = 30 * time.Second
 
 type workerResult struct {
 	lat    []time.Duration
@@ -61,9 +63,6 @@ type workerResult struct {
 
 // runLoad runs spec's load with op and summarises it.
 func runLoad(ctx context.Context, spec loadSpec, fn op) ScenarioResult {
-	if spec.timeout == 0 {
-		spec.timeout = 30 * time.Second
-	}
 	if spec.warmup > 0 {
 		phase(ctx, spec, fn, spec.warmup, 1<<20)
 	}
@@ -99,7 +98,7 @@ func phase(ctx context.Context, spec loadSpec, fn op, d time.Duration, salt uint
 	h := fnv.New64a()
 	h.Write([]byte(spec.name + "/" + spec.transport))
 	base := h.Sum64() ^ salt
-	ctx, cancel := context.WithTimeout(ctx, d+spec.timeout)
+	ctx, cancel := context.WithTimeout(ctx, d+requestTimeout)
 	defer cancel()
 	end := time.Now().Add(d)
 	out := make([]workerResult, spec.concurrency)
@@ -109,7 +108,7 @@ func phase(ctx context.Context, spec loadSpec, fn op, d time.Duration, salt uint
 			r := rand.New(rand.NewPCG(uint64(spec.seed), base+uint64(w)))
 			res := &out[w]
 			for time.Now().Before(end) && ctx.Err() == nil {
-				c, cancel := context.WithTimeout(ctx, spec.timeout)
+				c, cancel := context.WithTimeout(ctx, requestTimeout)
 				t := time.Now()
 				n, err := fn(c, r)
 				el := time.Since(t)

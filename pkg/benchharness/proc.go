@@ -35,6 +35,7 @@ type process struct {
 	grpcAddr string
 	httpAddr string
 	logPath  string
+	started  time.Time
 	done     chan struct{} // closed when the process has exited
 	exitErr  error
 
@@ -78,7 +79,7 @@ func startProcess(bin, name, logDir string, args []string) (*process, error) {
 		_ = logf.Close()
 		return nil, fmt.Errorf("start memoryd %s: %w", name, err)
 	}
-	p.pid = p.cmd.Process.Pid
+	p.pid, p.started = p.cmd.Process.Pid, time.Now()
 	go func() {
 		p.exitErr = p.cmd.Wait()
 		_ = logf.Close()

@@ -67,6 +67,10 @@ func (h *harness) scaling(ctx context.Context, rep *Report) error {
 			pt.AssembleP95 = run.scenario(ScAssemble, "grpc").Latency.P95
 			pt.SearchP95 = run.scenario(ScSearch, "grpc").Latency.P95
 			pt.ReadRSSMB, pt.ReadPeakRSSMB = run.ReadPlane.RSSMB, run.ReadPlane.PeakMB
+			for _, name := range scaleScenarios {
+				pt.Errors += run.scenario(name, "grpc").Errors
+			}
+			pt.Note = run.Note // a run that ended early fails the budgets here too
 			rep.Scaling = append(rep.Scaling, pt)
 			continue
 		}

@@ -19,7 +19,6 @@ type commitWatcher struct {
 	seen    map[string]time.Time
 	waiters map[string]chan time.Time
 	err     error
-	commits int
 }
 
 // watchCommits follows the commits after head (so none made after this
@@ -44,7 +43,6 @@ func watchCommits(ctx context.Context, pa memoryv1.ProposalApplyServiceClient, h
 				w.mu.Unlock()
 				return
 			}
-			w.commits++
 			id := resp.GetCommit().GetProposalId()
 			if ch, ok := w.waiters[id]; ok {
 				ch <- now
