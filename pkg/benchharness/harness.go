@@ -8,6 +8,7 @@
 package benchharness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -22,7 +23,8 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 )
 
-// Options configure a run; zero fields take the defaults of DefaultOptions.
+// Options configure a run; zero fields take the defaults of DefaultOptions
+// (except Warmup, where 0 means none).
 type Options struct {
 	Agents  int   `json:"agents"`
 	Commits int   `json:"commits"`
@@ -84,35 +86,15 @@ func DefaultOptions() Options {
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	setInt := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	setInt(&o.Agents, d.Agents)
-	setInt(&o.Commits, d.Commits)
-	setInt(&o.Concurrency, d.Concurrency)
-	setInt(&o.WriteConcurrency, d.WriteConcurrency)
-	if o.Seed == 0 {
-		o.Seed = d.Seed
-	}
-	if o.Duration == 0 {
-		o.Duration = d.Duration
-	}
-	if o.ScaleDuration == 0 {
-		o.ScaleDuration = d.ScaleDuration
-	}
-	if o.ReadyTimeout == 0 {
-		o.ReadyTimeout = d.ReadyTimeout
-	}
-	if o.PrimeTimeout == 0 {
-		o.PrimeTimeout = d.PrimeTimeout
-	}
+	o.Agents, o.Commits = cmp.Or(o.Agents, d.Agents), cmp.Or(o.Commits, d.Commits)
+	o.Concurrency, o.WriteConcurrency = cmp.Or(o.Concurrency, d.Concurrency), cmp.Or(o.WriteConcurrency, d.WriteConcurrency)
+	o.Seed, o.Scales = cmp.Or(o.Seed, d.Seed), cmp.Or(o.Scales, d.Scales)
+	o.Duration, o.ScaleDuration = cmp.Or(o.Duration, d.Duration), cmp.Or(o.ScaleDuration, d.ScaleDuration)
+	o.ReadyTimeout, o.PrimeTimeout = cmp.Or(o.ReadyTimeout, d.ReadyTimeout), cmp.Or(o.PrimeTimeout, d.PrimeTimeout)
+	// Warmup stays as given: 0 means no warm-up. Empty but non-nil lists
+	// are kept too (--deployments none).
 	if o.Deployments == nil {
 		o.Deployments = d.Deployments
-	}
-	if o.Scales == "" {
-		o.Scales = d.Scales
 	}
 	if o.ScaleAgents == nil {
 		o.ScaleAgents = d.ScaleAgents
@@ -354,18 +336,23 @@ func (h *harness) mainRun(ctx context.Context, kind, ds string, m *Manifest, cap
 	if err := d.alive(); err != nil {
 		return run, payloads, err
 	}
-	h.logf("%s: restart", run.Name)
-	rs, err := d.restart(ctx, o.ReadyTimeout)
-	run.Restart = &rs
-	h.logf("%s: serving again after %.1f s %s", run.Name, rs.ServingSeconds, rs.Note)
-	if err != nil || !rs.Ready {
-		return run, payloads, err
-	}
-	h.logf("%s: new read replica", run.Name)
-	nr, err := d.newReplica(ctx, o.ReadyTimeout)
-	run.NewReplica = &nr
-	h.logf("%s: new replica serving after %.1f s %s", run.Name, nr.ServingSeconds, nr.Note)
+	run.Restart, run.NewReplica, err = h.restarts(ctx, d, run.Name)
 	return run, payloads, err
+}
+
+// restarts measures a restart with the state on disk and then, when that
+// served, a new read replica that loads the published state.
+func (h *harness) restarts(ctx context.Context, d *deployment, label string) (restart, newReplica *ColdStart, err error) {
+	h.logf("%s: restart", label)
+	rs, err := d.restart(ctx, h.opts.ReadyTimeout)
+	h.logf("%s: serving again after %.1f s %s", label, rs.ServingSeconds, rs.Note)
+	if err != nil || !rs.Ready {
+		return &rs, nil, err
+	}
+	h.logf("%s: new read replica", label)
+	nr, err := d.newReplica(ctx, h.opts.ReadyTimeout)
+	h.logf("%s: new replica serving after %.1f s %s", label, nr.ServingSeconds, nr.Note)
+	return &rs, &nr, err
 }
 
 // up deploys and waits until it serves (or ReadyTimeout).

@@ -134,20 +134,10 @@ func (h *harness) scaleRun(ctx context.Context, rep *Report, pt ScalePoint) (Sca
 	// costs a shutdown that publishes the state, and the main runs have
 	// them at the main size already.
 	if cs.Ready && len(h.opts.ScaleCommits) > 0 && pt.Commits == slices.Max(h.opts.ScaleCommits) {
-		h.logf("scale N=%d M=%d: restart", pt.Agents, pt.Commits)
-		rs, err := d.restart(ctx, h.opts.ReadyTimeout)
-		pt.Restart = &rs
-		if err != nil {
-			return pt, fmt.Errorf("scale N=%d M=%d restart: %w", pt.Agents, pt.Commits, err)
-		}
-		h.logf("scale N=%d M=%d: serving again after %.1f s %s", pt.Agents, pt.Commits, rs.ServingSeconds, rs.Note)
-		if rs.Ready {
-			nr, err := d.newReplica(ctx, h.opts.ReadyTimeout)
-			pt.NewReplica = &nr
-			if err != nil {
-				return pt, fmt.Errorf("scale N=%d M=%d new replica: %w", pt.Agents, pt.Commits, err)
-			}
-			h.logf("scale N=%d M=%d: new replica serving after %.1f s %s", pt.Agents, pt.Commits, nr.ServingSeconds, nr.Note)
+		label := fmt.Sprintf("scale N=%d M=%d", pt.Agents, pt.Commits)
+		var err error
+		if pt.Restart, pt.NewReplica, err = h.restarts(ctx, d, label); err != nil {
+			return pt, fmt.Errorf("%s restarts: %w", label, err)
 		}
 	}
 	return pt, nil
