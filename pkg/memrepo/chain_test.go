@@ -227,6 +227,12 @@ func TestCompactPacks(t *testing.T) {
 	stale := mustOpen(t, r.Path())
 	_, err := stale.ReadFile(ctx, hs[0], "memory/a0/facts.md")
 	require.NoError(t, err)
+	// unread knows the old pack list but has read nothing else: after the
+	// merge its lookups miss the deleted packs and must rescan (stale's
+	// goroutines may have cached everything before the merge).
+	unread := mustOpen(t, r.Path())
+	_, err = unread.ReadFile(ctx, hs[0], "memory/a0/facts.md")
+	require.NoError(t, err)
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	for g := range 4 {
@@ -253,7 +259,7 @@ func TestCompactPacks(t *testing.T) {
 	require.Less(t, after, compactMinPacks, "packs were merged")
 	require.Empty(t, tmpPackFiles(t, r))
 	requireFsckClean(t, r.Path())
-	for _, repo := range []*Repo{r, stale, mustOpen(t, r.Path())} {
+	for _, repo := range []*Repo{unread, r, stale, mustOpen(t, r.Path())} {
 		for i, h := range hs {
 			got, err := repo.ReadFile(ctx, h, fmt.Sprintf("memory/a%d/facts.md", i%5))
 			require.NoError(t, err)
