@@ -118,7 +118,11 @@ type edgeState struct {
 	open   bool
 	from   time.Time
 	live   map[string]Evidence // sources supporting the edge now
-	ivEv   map[string]Evidence // all sources of the current interval
+	// gone holds the sources that supported the edge earlier in the current
+	// interval and left it (nil when none): the interval's evidence is live
+	// and gone together. Keeping only the departed ones, not a second copy
+	// of live, halves the evidence an open edge holds.
+	gone map[string]Evidence
 }
 
 type nodeState struct {
@@ -265,13 +269,13 @@ func (g *Graph) ApplyCommit(c Commit) {
 				if _, seen := wasOpen[k]; !seen {
 					wasOpen[k] = es.open
 				}
-				delete(es.live, ch.src)
+				es.leave(ch.src)
 			}
 		}
 		for k, line := range nf.edges {
 			es := g.edges[k]
 			if es == nil {
-				es = &edgeState{live: map[string]Evidence{}, ivEv: map[string]Evidence{}}
+				es = &edgeState{live: map[string]Evidence{}}
 				g.edges[k] = es
 				g.indexEdge(k)
 			}
@@ -285,7 +289,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 				ev = Evidence{File: ch.src, Commit: c.Sha, Line: line}
 			}
 			es.live[ch.src] = ev
-			es.ivEv[ch.src] = ev
+			delete(es.gone, ch.src)
 		}
 		g.diffFacts(ch.src, old.facts, nf.facts, c, t)
 		if ch.new == nil {
@@ -309,15 +313,12 @@ func (g *Graph) ApplyCommit(c Commit) {
 			e.ValidTo = t
 			es.closed = append(es.closed, e)
 			es.open = false
-			es.ivEv = map[string]Evidence{}
+			es.gone = nil
 		case !wasOpen[k] && now:
 			es.open = true
 			es.from = t
 			// Only the sources live now belong to the new interval.
-			es.ivEv = map[string]Evidence{}
-			for s, ev := range es.live {
-				es.ivEv[s] = ev
-			}
+			es.gone = nil
 		default:
 			continue
 		}
@@ -440,13 +441,34 @@ func (g *Graph) diffFacts(src string, old, nf []fact, c Commit, t time.Time) {
 
 // current is the open interval of es as an Edge.
 func (es *edgeState) current(k edgeKey) Edge {
-	return Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, Evidence: sortedEvidence(es.ivEv)}
+	return Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, Evidence: sortedEvidence(es.live, es.gone)}
 }
 
-func sortedEvidence(m map[string]Evidence) []Evidence {
-	out := make([]Evidence, 0, len(m))
-	for _, ev := range m {
-		out = append(out, ev)
+// leave records that src no longer supports the edge; its evidence stays
+// with the current interval.
+func (es *edgeState) leave(src string) {
+	ev, ok := es.live[src]
+	if !ok {
+		return
+	}
+	if es.gone == nil {
+		es.gone = map[string]Evidence{}
+	}
+	es.gone[src] = ev
+	delete(es.live, src)
+}
+
+// sortedEvidence lists the evidence of the given maps (no source is in two).
+func sortedEvidence(ms ...map[string]Evidence) []Evidence {
+	n := 0
+	for _, m := range ms {
+		n += len(m)
+	}
+	out := make([]Evidence, 0, n)
+	for _, m := range ms {
+		for _, ev := range m {
+			out = append(out, ev)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
 	return out

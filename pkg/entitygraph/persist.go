@@ -1,8 +1,8 @@
 package entitygraph
 
 import (
-	"bytes"
 	"encoding/gob"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -10,13 +10,21 @@ import (
 // The snapshot types mirror the graph's state with exported fields for gob.
 // A snapshot plus the commits after it rebuilds exactly the graph that
 // applying every commit would (tested), so a restart need not replay history.
+//
+// A snapshot is a stream of gob values — a header with the counts, then
+// chunks of at most snapChunkSize items — rather than one value, because
+// gob buffers a whole value before writing it: a graph of 10,000 agents
+// would need its full encoding (hundreds of MB) in memory on top of itself.
 type (
-	snapshot struct {
-		Version int
+	snapHeader struct {
+		Version                         int
+		Nodes, Edges, Files, Histories int
+	}
+	snapChunk struct {
 		Nodes   []snapNode
 		Edges   []snapEdge
 		Files   []snapFile
-		History map[string][]FactChange
+		History []snapHistory
 	}
 	snapNode struct {
 		ID, Typ, Label     string
@@ -29,7 +37,7 @@ type (
 		Closed        []Edge
 		Open          bool
 		Since         time.Time
-		Live, IvEv    map[string]Evidence
+		Live, Gone    map[string]Evidence
 	}
 	snapDecl     struct{ ID, Label, Typ string }
 	snapFileEdge struct {
@@ -48,9 +56,19 @@ type (
 		Edges []snapFileEdge
 		Facts []snapFact
 	}
+	snapHistory struct {
+		EntityID string
+		Changes  []FactChange
+	}
 )
 
-const snapshotVersion = 1
+// snapshotVersion 2: streamed chunks, an edge's departed sources (Gone)
+// instead of its whole interval's.
+const snapshotVersion = 2
+
+// snapChunkSize bounds the items per chunk, and so what encoding and
+// decoding hold beyond the graph itself.
+const snapChunkSize = 1024
 
 func keys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
@@ -68,16 +86,34 @@ func set(ks []string) map[string]bool {
 	return m
 }
 
-// MarshalBinary encodes the graph's whole state.
-func (g *Graph) MarshalBinary() ([]byte, error) {
-	s := snapshot{Version: snapshotVersion, History: g.history}
+// EncodeSnapshot writes the graph's whole state to enc.
+func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
+	h := snapHeader{Version: snapshotVersion, Nodes: len(g.nodes), Edges: len(g.edges), Files: len(g.files), Histories: len(g.history)}
+	if err := enc.Encode(h); err != nil {
+		return err
+	}
+	var c snapChunk
+	flush := func(force bool) error {
+		if n := len(c.Nodes) + len(c.Edges) + len(c.Files) + len(c.History); n == 0 || (!force && n < snapChunkSize) {
+			return nil
+		}
+		err := enc.Encode(c)
+		c = snapChunk{}
+		return err
+	}
 	for _, n := range g.nodes {
-		s.Nodes = append(s.Nodes, snapNode{ID: n.id, Typ: n.typ, Label: n.label, LabelSet: n.labelSet,
+		c.Nodes = append(c.Nodes, snapNode{ID: n.id, Typ: n.typ, Label: n.label, LabelSet: n.labelSet,
 			Aliases: keys(n.aliases), Refs: keys(n.refs), FirstSeen: n.firstSeen, Updated: n.updated})
+		if err := flush(false); err != nil {
+			return err
+		}
 	}
 	for k, e := range g.edges {
-		s.Edges = append(s.Edges, snapEdge{From: k.from, To: k.to, Rel: k.rel, Closed: e.closed, Open: e.open,
-			Since: e.from, Live: e.live, IvEv: e.ivEv})
+		c.Edges = append(c.Edges, snapEdge{From: k.from, To: k.to, Rel: k.rel, Closed: e.closed, Open: e.open,
+			Since: e.from, Live: e.live, Gone: e.gone})
+		if err := flush(false); err != nil {
+			return err
+		}
 	}
 	for path, f := range g.files {
 		sf := snapFile{Path: path, Nodes: keys(f.nodes)}
@@ -90,57 +126,72 @@ func (g *Graph) MarshalBinary() ([]byte, error) {
 		for _, ft := range f.facts {
 			sf.Facts = append(sf.Facts, snapFact{Section: ft.section, Text: ft.text, Line: ft.line, IDs: ft.ids})
 		}
-		s.Files = append(s.Files, sf)
+		c.Files = append(c.Files, sf)
+		if err := flush(false); err != nil {
+			return err
+		}
 	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
-		return nil, err
+	for id, changes := range g.history {
+		c.History = append(c.History, snapHistory{EntityID: id, Changes: changes})
+		if err := flush(false); err != nil {
+			return err
+		}
 	}
-	return buf.Bytes(), nil
+	return flush(true)
 }
 
-// UnmarshalBinary replaces the graph's state with an encoded one.
-func (g *Graph) UnmarshalBinary(data []byte) error {
-	var s snapshot
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&s); err != nil {
-		return fmt.Errorf("entitygraph: snapshot: %w", err)
+// DecodeSnapshot reads a graph EncodeSnapshot wrote.
+func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
+	var h snapHeader
+	if err := dec.Decode(&h); err != nil {
+		return nil, fmt.Errorf("entitygraph: snapshot: %w", err)
 	}
-	if s.Version != snapshotVersion {
-		return fmt.Errorf("entitygraph: snapshot version %d, want %d", s.Version, snapshotVersion)
+	if h.Version != snapshotVersion {
+		return nil, fmt.Errorf("entitygraph: snapshot version %d, want %d", h.Version, snapshotVersion)
 	}
-	fresh := New()
-	for _, n := range s.Nodes {
-		fresh.nodes[n.ID] = &nodeState{id: n.ID, typ: n.Typ, label: n.Label, labelSet: n.LabelSet,
-			aliases: set(n.Aliases), refs: set(n.Refs), firstSeen: n.FirstSeen, updated: n.Updated}
-	}
-	for _, e := range s.Edges {
-		live, ivEv := e.Live, e.IvEv
-		if live == nil {
-			live = map[string]Evidence{}
+	g := New()
+	var nodes, edges, files, histories int
+	for nodes < h.Nodes || edges < h.Edges || files < h.Files || histories < h.Histories {
+		var c snapChunk
+		if err := dec.Decode(&c); err != nil {
+			return nil, fmt.Errorf("entitygraph: snapshot: %w", err)
 		}
-		if ivEv == nil {
-			ivEv = map[string]Evidence{}
+		if len(c.Nodes)+len(c.Edges)+len(c.Files)+len(c.History) == 0 {
+			return nil, errors.New("entitygraph: snapshot: empty chunk")
 		}
-		k := edgeKey{e.From, e.To, e.Rel}
-		fresh.edges[k] = &edgeState{closed: e.Closed, open: e.Open, from: e.Since, live: live, ivEv: ivEv}
-		fresh.indexEdge(k)
+		for _, n := range c.Nodes {
+			g.nodes[n.ID] = &nodeState{id: n.ID, typ: n.Typ, label: n.Label, labelSet: n.LabelSet,
+				aliases: set(n.Aliases), refs: set(n.Refs), firstSeen: n.FirstSeen, updated: n.Updated}
+		}
+		for _, e := range c.Edges {
+			live := e.Live
+			if live == nil {
+				live = map[string]Evidence{}
+			}
+			k := edgeKey{e.From, e.To, e.Rel}
+			g.edges[k] = &edgeState{closed: e.Closed, open: e.Open, from: e.Since, live: live, gone: e.Gone}
+			g.indexEdge(k)
+		}
+		for _, f := range c.Files {
+			fs := &fileState{nodes: set(f.Nodes), edges: map[edgeKey]int{}}
+			for _, d := range f.Decls {
+				fs.decls = append(fs.decls, decl{id: d.ID, label: d.Label, typ: d.Typ})
+			}
+			for _, e := range f.Edges {
+				fs.edges[edgeKey{e.From, e.To, e.Rel}] = e.Line
+			}
+			for _, ft := range f.Facts {
+				fs.facts = append(fs.facts, fact{section: ft.Section, text: ft.Text, line: ft.Line, ids: ft.IDs})
+			}
+			g.files[f.Path] = fs
+		}
+		for _, hc := range c.History {
+			g.history[hc.EntityID] = hc.Changes
+		}
+		nodes, edges, files, histories = nodes+len(c.Nodes), edges+len(c.Edges), files+len(c.Files), histories+len(c.History)
 	}
-	for _, f := range s.Files {
-		fs := &fileState{nodes: set(f.Nodes), edges: map[edgeKey]int{}}
-		for _, d := range f.Decls {
-			fs.decls = append(fs.decls, decl{id: d.ID, label: d.Label, typ: d.Typ})
-		}
-		for _, e := range f.Edges {
-			fs.edges[edgeKey{e.From, e.To, e.Rel}] = e.Line
-		}
-		for _, ft := range f.Facts {
-			fs.facts = append(fs.facts, fact{section: ft.Section, text: ft.Text, line: ft.Line, ids: ft.IDs})
-		}
-		fresh.files[f.Path] = fs
+	if nodes != h.Nodes || edges != h.Edges || files != h.Files || histories != h.Histories {
+		return nil, errors.New("entitygraph: snapshot: more items than its header counts")
 	}
-	if s.History != nil {
-		fresh.history = s.History
-	}
-	*g = *fresh
-	return nil
+	return g, nil
 }

@@ -4,7 +4,7 @@
 package entitygraph
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/gob"
 	"errors"
@@ -149,10 +149,10 @@ func (s *Service) loop(ctx context.Context) {
 	}
 }
 
-// snapshotFile holds a graph snapshot and the commit it is at.
-type snapshotFile struct {
+// snapshotHeader starts the snapshot file: the commit the graph is at.
+// The graph's own stream (entitygraph.EncodeSnapshot) follows it.
+type snapshotHeader struct {
 	Commit string
-	Graph  []byte
 }
 
 func (s *Service) snapshotPath() string { return filepath.Join(s.deps.StateDir, "graph.snapshot") }
@@ -164,7 +164,7 @@ func (s *Service) load(ctx context.Context) {
 	if s.deps.StateDir == "" {
 		return
 	}
-	data, err := os.ReadFile(s.snapshotPath())
+	file, err := os.Open(s.snapshotPath())
 	if errors.Is(err, os.ErrNotExist) {
 		s.loadShared(ctx)
 		return
@@ -172,7 +172,8 @@ func (s *Service) load(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	f, g, err := decodeSnapshot(bytes.NewReader(data))
+	f, g, err := decodeSnapshot(file)
+	_ = file.Close()
 	if err != nil {
 		s.logger.Warn("entity graph snapshot unreadable; rebuilding from history", "path", s.snapshotPath())
 		return
@@ -201,16 +202,14 @@ func (s *Service) loadShared(ctx context.Context) {
 	}
 }
 
-func decodeSnapshot(r io.Reader) (snapshotFile, *entitygraph.Graph, error) {
-	var f snapshotFile
-	g := entitygraph.New()
-	if err := gob.NewDecoder(r).Decode(&f); err != nil {
+func decodeSnapshot(r io.Reader) (snapshotHeader, *entitygraph.Graph, error) {
+	var f snapshotHeader
+	dec := gob.NewDecoder(bufio.NewReaderSize(r, 1<<16))
+	if err := dec.Decode(&f); err != nil {
 		return f, nil, err
 	}
-	if err := g.UnmarshalBinary(f.Graph); err != nil {
-		return f, nil, err
-	}
-	return f, g, nil
+	g, err := entitygraph.DecodeSnapshot(dec)
+	return f, g, err
 }
 
 // publish uploads the snapshot on disk when it moved since this replica's
@@ -247,11 +246,15 @@ func (s *Service) save() {
 		return
 	}
 	last := s.last
-	g, err := s.graph.MarshalBinary()
+	// Encoding streams to the file under the read lock: queries go on,
+	// commits wait for the save.
+	err := writeAtomic(s.snapshotPath(), func(enc *gob.Encoder) error {
+		if err := enc.Encode(snapshotHeader{Commit: last.String()}); err != nil {
+			return err
+		}
+		return s.graph.EncodeSnapshot(enc)
+	})
 	s.mu.RUnlock()
-	if err == nil {
-		err = writeAtomic(s.snapshotPath(), snapshotFile{Commit: last.String(), Graph: g})
-	}
 	if err != nil {
 		s.logger.Warn("entity graph snapshot not saved", "err", err)
 		return
@@ -261,7 +264,7 @@ func (s *Service) save() {
 	s.mu.Unlock()
 }
 
-func writeAtomic(path string, v snapshotFile) error {
+func writeAtomic(path string, encode func(*gob.Encoder) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return err
 	}
@@ -270,7 +273,12 @@ func writeAtomic(path string, v snapshotFile) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := gob.NewEncoder(tmp).Encode(v); err != nil {
+	w := bufio.NewWriterSize(tmp, 1<<16)
+	if err := encode(gob.NewEncoder(w)); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
 		_ = tmp.Close()
 		return err
 	}
