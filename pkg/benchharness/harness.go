@@ -239,6 +239,9 @@ type RunResult struct {
 	ReadPlane struct {
 		RSSMB  float64 `json:"rssMB"`
 		PeakMB float64 `json:"peakRssMB"`
+		// AnonMB and FileMB split RSSMB: anonymous memory and mapped files.
+		AnonMB float64 `json:"anonRssMB"`
+		FileMB float64 `json:"fileRssMB"`
 	} `json:"readPlane"`
 }
 
@@ -302,6 +305,7 @@ func (h *harness) mainRun(ctx context.Context, kind, ds string, m *Manifest, cap
 	}
 
 	run.ReadPlane.RSSMB, run.ReadPlane.PeakMB = d.read.rss()
+	run.ReadPlane.AnonMB, run.ReadPlane.FileMB = d.read.rssSplit()
 	h.heapProfiles(ctx, d, run.Name)
 
 	st, err := d.si.GetIndexStatus(d.call, &memoryv1.GetIndexStatusRequest{})

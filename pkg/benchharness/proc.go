@@ -198,6 +198,9 @@ type ProcStats struct {
 type procSample struct {
 	cpu      float64 // utime+stime, seconds
 	rss, hwm int64   // bytes
+	// anon and file split rss: anonymous memory (heap, stacks) and mapped
+	// files (the search index segments, which the kernel may drop).
+	anon, file int64
 }
 
 // clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
@@ -236,6 +239,10 @@ func (p *process) sample() (procSample, error) {
 			s.rss = kb << 10
 		case "VmHWM":
 			s.hwm = kb << 10
+		case "RssAnon":
+			s.anon = kb << 10
+		case "RssFile":
+			s.file = kb << 10
 		}
 	}
 	p.mu.Lock()
@@ -262,6 +269,15 @@ func (p *process) rss() (float64, float64) {
 		return 0, mb(p.peakRSS)
 	}
 	return mb(s.rss), mb(p.peakRSS)
+}
+
+// rssSplit returns the current anonymous and file-backed RSS, in MB.
+func (p *process) rssSplit() (anon, file float64) {
+	s, err := p.sample()
+	if err != nil {
+		return 0, 0
+	}
+	return mb(s.anon), mb(s.file)
 }
 
 // meter measures processes over a period.

@@ -272,7 +272,8 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %d | %s | %.2f | %.2f | %.2f | %s | %s | %s | %s | %s |\n", s.Name, s.Transport, s.Concurrency, rps,
 				s.Latency.P50, s.Latency.P95, s.Latency.P99, f50, f95, errText(s.Errors, s.FirstError), cpuText(s.Procs), rssText(s.Procs))
 		}
-		fmt.Fprintf(&b, "\nRead plane after the reads: RSS %.0f MB, lifetime peak %.0f MB.\n", run.ReadPlane.RSSMB, run.ReadPlane.PeakMB)
+		fmt.Fprintf(&b, "\nRead plane after the reads: RSS %.0f MB (anonymous %.0f MB, mapped files %.0f MB), lifetime peak %.0f MB.\n",
+			run.ReadPlane.RSSMB, run.ReadPlane.AnonMB, run.ReadPlane.FileMB, run.ReadPlane.PeakMB)
 		if run.Restart != nil {
 			fmt.Fprintf(&b, "\nRestart after the writes (index and entity graph snapshot on disk): serving again after %s.\n", startText(*run.Restart))
 		}

@@ -231,9 +231,9 @@ func (g *Graph) ApplyCommit(c Commit) {
 					Mention{EntityID: agent, Label: c.AgentID, Type: TypeAgent, Relation: RelRefersTo, Target: l.id})
 			}
 		}
-		if len(ms) > 0 {
-			src := "commit:" + c.Sha
-			changes = append(changes, change{src, g.files[src], fromMentions(ms)})
+		// ms holds pairs: a ref, then the agent's edge to it.
+		if src := commitSourcePrefix + c.Sha; len(ms) > 0 && !g.applied(src, ms[1]) {
+			changes = append(changes, change{src, nil, fromMentions(ms)})
 		}
 	}
 
@@ -292,9 +292,10 @@ func (g *Graph) ApplyCommit(c Commit) {
 			delete(es.gone, ch.src)
 		}
 		g.diffFacts(ch.src, old.facts, nf.facts, c, t)
-		if ch.new == nil {
+		switch {
+		case ch.new == nil:
 			delete(g.files, ch.src)
-		} else {
+		case !strings.HasPrefix(ch.src, commitSourcePrefix):
 			g.files[ch.src] = ch.new
 		}
 	}
@@ -367,6 +368,23 @@ func fromMentions(ms []Mention) *fileState {
 		}
 	}
 	return fs
+}
+
+// commitSourcePrefix marks a commit message's Entity-Refs as a source.
+// Commits are immutable, so the graph keeps no fileState for them: nothing
+// can ever change or remove what they contributed.
+const commitSourcePrefix = "commit:"
+
+// applied reports whether the commit source src was applied already (a
+// replayed commit), from the evidence of its agent → ref edge m: such edges
+// never lose a commit source.
+func (g *Graph) applied(src string, m Mention) bool {
+	es := g.edges[edgeKey{m.EntityID, m.Target, m.Relation}]
+	if es == nil {
+		return false
+	}
+	_, ok := es.live[src]
+	return ok
 }
 
 // node returns the node id, creating a placeholder if needed (a target
