@@ -17,7 +17,7 @@ import (
 // would need its full encoding (hundreds of MB) in memory on top of itself.
 type (
 	snapHeader struct {
-		Version                         int
+		Version                        int
 		Nodes, Edges, Files, Histories int
 	}
 	snapChunk struct {
