@@ -89,6 +89,17 @@ type State struct {
 	// Documents and Chunks count indexed files and chunks.
 	Documents int `json:"documents"`
 	Chunks    int `json:"chunks"`
+	// Pass, when set, is a catch-up from LastCommit that stopped part-way
+	// (a restart during the first index of a large repository): resuming it
+	// skips what it already did.
+	Pass *Pass `json:"pass,omitempty"`
+}
+
+// Pass is an unfinished catch-up from State.LastCommit to To: every changed
+// path up to Done, in sorted order, is indexed as of To.
+type Pass struct {
+	To   string `json:"to"`
+	Done string `json:"done"`
 }
 
 // generation is one on-disk index.
@@ -237,8 +248,10 @@ type Batch struct {
 	Upserts []File
 	// Deletes are paths whose chunks leave the index.
 	Deletes []string
-	// Commit, when set, becomes the state's LastCommit.
+	// Commit, when set, becomes the state's LastCommit and ends any pass.
 	Commit string
+	// Pass, when set without Commit, records how far a catch-up got.
+	Pass *Pass
 }
 
 // Apply writes a batch to the current generation and makes it searchable.
@@ -291,8 +304,11 @@ func (ix *Index) applyTo(g *generation, b Batch) (*bluge.Reader, error) {
 		files[f.Path] = fm
 	}
 	next := g.state
-	if b.Commit != "" {
-		next.LastCommit = b.Commit
+	switch {
+	case b.Commit != "":
+		next.LastCommit, next.Pass = b.Commit, nil
+	case b.Pass != nil:
+		next.Pass = b.Pass
 	}
 	next.IndexedAt = time.Now().UTC()
 	next.Documents, next.Chunks = 0, 0

@@ -78,16 +78,21 @@ type applier interface {
 }
 
 // indexCommits brings an index from commit `from` (zero: empty) to `to`,
-// re-reading only the files that differ. The last batch records `to`.
-func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to plumbing.Hash) (int, error) {
+// re-reading only the files that differ. The last batch records `to`; the
+// ones before record how far the pass got, and a pass resumed with after
+// set skips the paths up to it (they are indexed as of `to` already).
+func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to plumbing.Hash, after string) (int, error) {
 	paths, err := repo.DiffCommits(ctx, from, to)
 	if err != nil {
 		return 0, err
 	}
 	var batch searchindex.Batch
+	done := after
 	flush := func(final bool) error {
 		if final {
 			batch.Commit = to.String()
+		} else {
+			batch.Pass = &searchindex.Pass{To: to.String(), Done: done}
 		}
 		if err := dst.Apply(ctx, batch); err != nil {
 			return err
@@ -98,7 +103,7 @@ func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to
 	n := 0
 	for _, path := range paths {
 		agent, f, ok := repoFile(path)
-		if !ok {
+		if !ok || path <= after {
 			continue
 		}
 		data, err := repo.ReadFile(ctx, to, path)
@@ -111,6 +116,7 @@ func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to
 			batch.Upserts = append(batch.Upserts, chunkFile(path, agent, f.Layer, string(f.Kind), to.String(), string(data)))
 		}
 		n++
+		done = path // paths are sorted
 		if len(batch.Upserts)+len(batch.Deletes) >= batchFiles {
 			if err := flush(false); err != nil {
 				return n, err

@@ -210,7 +210,8 @@ func (s *Service) catchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	last := s.index.State().LastCommit
+	st := s.index.State()
+	last := st.LastCommit
 	if last == head.String() {
 		return nil
 	}
@@ -220,11 +221,28 @@ func (s *Service) catchUp(ctx context.Context) error {
 		if _, err := repo.CommitInfo(ctx, from); err != nil {
 			// History was rewritten under us: index everything again.
 			s.logger.Warn("last indexed commit is gone from the repository; indexing all files", "commit", last)
-			from = plumbing.ZeroHash
+			from, st.Pass = plumbing.ZeroHash, nil
 		}
 	}
 	start := time.Now()
-	n, err := indexCommits(ctx, repo, s.index, from, head)
+	if p := st.Pass; p != nil {
+		to := plumbing.NewHash(p.To)
+		if _, err := repo.CommitInfo(ctx, to); err != nil {
+			// The pass's target is gone, and with it what its done files
+			// were indexed from: index everything again.
+			s.logger.Warn("interrupted catch-up's commit is gone from the repository; indexing all files", "commit", p.To)
+			from = plumbing.ZeroHash
+		} else {
+			s.logger.Info("resuming an interrupted catch-up", "from", last, "to", p.To, "done_through", p.Done)
+			if _, err := indexCommits(ctx, repo, s.index, from, to, p.Done); err != nil {
+				return err
+			}
+			if from = to; to == head {
+				return nil
+			}
+		}
+	}
+	n, err := indexCommits(ctx, repo, s.index, from, head, "")
 	if err != nil {
 		return err
 	}
@@ -270,7 +288,7 @@ func (s *Service) Reindex() (bool, error) {
 			if err != nil {
 				return err
 			}
-			if _, err := indexCommits(ctx, repo, b, plumbing.ZeroHash, head); err != nil {
+			if _, err := indexCommits(ctx, repo, b, plumbing.ZeroHash, head, ""); err != nil {
 				return err
 			}
 			if s.deps.Blobs == nil {

@@ -2,6 +2,8 @@ package searchindex
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -266,4 +268,77 @@ func TestReindexOneAgent(t *testing.T) {
 	require.ElementsMatch(t, []string{"memory/a/facts.md", "memory/b/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "kiwi"}))
 	_, err = e.client.Reindex(e.as([]auth.Role{auth.RoleAdmin}), &memoryv1.ReindexRequest{AgentId: "Bad/Agent"})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
+}
+
+// stopAfter passes the first n batches to dst, then fails like a crash.
+type stopAfter struct {
+	dst     applier
+	n       int
+	upserts int
+}
+
+var errStopped = errors.New("stopped")
+
+func (s *stopAfter) Apply(ctx context.Context, b searchindex.Batch) error {
+	if s.n == 0 {
+		return errStopped
+	}
+	s.n--
+	s.upserts += len(b.Upserts)
+	return s.dst.Apply(ctx, b)
+}
+
+// A first index interrupted part-way (a restart during the first pass over
+// a large repository) resumes where it stopped instead of starting over.
+func TestInterruptedPassResumes(t *testing.T) {
+	e := newEnv(t)
+	e.stop()
+	ctx := context.Background()
+	total := 2*batchFiles + 100
+	var changes []memrepo.Change
+	for i := range total {
+		changes = append(changes, put(fmt.Sprintf("memory/a%04d/facts.md", i), fmt.Sprintf("# Facts\n\n## D\n- fact number%d\n", i)))
+	}
+	head := e.commit(changes...)
+
+	interrupted := func(dir string) *searchindex.Index {
+		ix, err := searchindex.Open(dir)
+		require.NoError(t, err)
+		last, from := ix.State().LastCommit, plumbing.ZeroHash
+		if last != "" { // the service indexed the repository's first commit
+			from = plumbing.NewHash(last)
+		}
+		_, err = indexCommits(ctx, e.repo, &stopAfter{dst: ix, n: 1}, from, head, "")
+		require.ErrorIs(t, err, errStopped)
+		st := ix.State()
+		require.Equal(t, last, st.LastCommit)
+		require.Equal(t, &searchindex.Pass{To: head.String(), Done: fmt.Sprintf("memory/a%04d/facts.md", batchFiles-1)}, st.Pass)
+		require.Len(t, ix.Files(), batchFiles)
+		return ix
+	}
+
+	// Resuming indexes only the rest, and its last batch ends the pass.
+	ix := interrupted(filepath.Join(e.dir, "other-index"))
+	rest := &stopAfter{dst: ix, n: -1}
+	n, err := indexCommits(ctx, e.repo, rest, plumbing.ZeroHash, head, ix.State().Pass.Done)
+	require.NoError(t, err)
+	require.Equal(t, total-batchFiles, n)
+	require.Equal(t, total-batchFiles, rest.upserts)
+	st := ix.State()
+	require.Equal(t, head.String(), st.LastCommit)
+	require.Nil(t, st.Pass)
+	require.Equal(t, total, st.Documents)
+	require.NoError(t, ix.Close())
+
+	// The service resumes an interrupted pass on its own, then follows main.
+	require.NoError(t, interrupted(filepath.Join(e.dir, "index")).Close())
+	e.commit(put("memory/zz/facts.md", "# Facts\n\n## D\n- late arrival\n"))
+	e.start()
+	e.current()
+	require.Equal(t, []string{"memory/a0000/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "number0"}))
+	require.Equal(t, []string{"memory/a1099/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "number1099"}))
+	require.Equal(t, []string{"memory/zz/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "late arrival"}))
+	status, err := e.client.GetIndexStatus(e.svcCtx(), &memoryv1.GetIndexStatusRequest{})
+	require.NoError(t, err)
+	require.Equal(t, int32(total+1), status.GetDocuments())
 }
