@@ -51,8 +51,11 @@ type Mention struct {
 // "decision:" is deliberately absent: decision ids are derived from
 // decisions.md (date + title), and a hand-written link could not reproduce
 // them reliably.
-var typePrefixes = map[string]bool{
-	TypeAgent: true, TypeConcept: true, TypeArtifact: true, TypePerson: true, TypeProject: true,
+// Values are the constants themselves: a type taken from the text would be
+// a substring keeping the whole file in memory for as long as the graph
+// holds the entity.
+var typePrefixes = map[string]string{
+	TypeAgent: TypeAgent, TypeConcept: TypeConcept, TypeArtifact: TypeArtifact, TypePerson: TypePerson, TypeProject: TypeProject,
 }
 
 // wikiRe matches [[Target]] and [[Target|shown text]].
@@ -66,7 +69,7 @@ func parseLink(raw string) (link, bool) {
 	t := strings.TrimSpace(raw)
 	typ := TypeConcept
 	if i := strings.IndexByte(t, ':'); i > 0 {
-		if p := strings.ToLower(strings.TrimSpace(t[:i])); typePrefixes[p] {
+		if p, ok := typePrefixes[strings.ToLower(strings.TrimSpace(t[:i]))]; ok {
 			typ = p
 			t = strings.TrimSpace(t[i+1:])
 		}

@@ -3,6 +3,7 @@ package entitygraph
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -270,4 +271,66 @@ func TestRebuildIsDeterministic(t *testing.T) {
 	// A real change is visible in the dump.
 	b.ApplyCommit(Commit{Sha: "x", Time: at(9), Files: map[string]*string{decPath: nil}})
 	require.False(t, a.Equal(b))
+}
+
+// The graph outlives the file texts and commit messages it is built from:
+// no string it keeps may point into them, or one short label would keep a
+// whole file in memory.
+func TestKeepsNoSubstringOfItsInput(t *testing.T) {
+	g := New()
+	var inputs []string
+	for _, c := range history() {
+		for _, content := range c.Files {
+			if content != nil {
+				inputs = append(inputs, *content)
+			}
+		}
+		inputs = append(inputs, c.EntityRefs...)
+		g.ApplyCommit(c)
+	}
+	inside := func(s string) bool {
+		if len(s) == 0 {
+			return false
+		}
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		for _, in := range inputs {
+			start := uintptr(unsafe.Pointer(unsafe.StringData(in)))
+			if p >= start && p < start+uintptr(len(in)) {
+				return true
+			}
+		}
+		return false
+	}
+	check := func(what string, ss ...string) {
+		for _, s := range ss {
+			require.False(t, inside(s), "%s %q points into an input", what, s)
+		}
+	}
+	for id, n := range g.nodes {
+		check("node", id, n.id, n.typ, n.label)
+		check("alias", keys(n.aliases)...)
+		check("ref", keys(n.refs)...)
+	}
+	for k, es := range g.edges {
+		check("edge", k.from, k.to, k.rel)
+		for src, ev := range es.live {
+			check("evidence", src, ev.File, ev.Commit)
+		}
+	}
+	for path, f := range g.files {
+		check("file", path)
+		for _, d := range f.decls {
+			check("decl", d.id, d.label, d.typ)
+		}
+		for _, ft := range f.facts {
+			check("fact", ft.section, ft.text)
+			check("fact id", ft.ids...)
+		}
+	}
+	for id, hs := range g.history {
+		check("history", id)
+		for _, h := range hs {
+			check("change", h.EntityID, h.Change, h.File, h.Section, h.Text, h.Commit, h.ProposalID)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -439,7 +440,9 @@ func (s *Service) replay(ctx context.Context, repo *memrepo.Repo, pending []plum
 func (s *Service) commit(ctx context.Context, repo *memrepo.Repo, c *object.Commit) (entitygraph.Commit, error) {
 	out := entitygraph.Commit{Sha: c.Hash.String(), Time: c.Committer.When, Files: map[string]*string{}}
 	if u := commitmsg.Parse(c.Message).Update; u != nil {
-		out.EntityRefs, out.AgentID, out.ProposalID = u.EntityRefs, u.AgentID, u.ProposalID
+		// Clones: the graph keeps these (fact history), and substrings
+		// would keep every commit's whole message alive with them.
+		out.EntityRefs, out.AgentID, out.ProposalID = u.EntityRefs, strings.Clone(u.AgentID), strings.Clone(u.ProposalID)
 	}
 	paths, err := repo.ChangedFiles(ctx, c.Hash)
 	if err != nil {
