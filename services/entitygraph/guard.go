@@ -37,6 +37,7 @@ func (h *handler) CheckProposal(ctx context.Context, req *memoryv1.CheckProposal
 	if !memlayout.ValidAgentID(agent) {
 		return nil, invalid("agentId", "agentId must be a slug")
 	}
+	known := h.knownFacts(ctx, agent, req.GetUpdates())
 	resp := &memoryv1.CheckProposalResponse{}
 	h.svc.mu.RLock()
 	defer h.svc.mu.RUnlock()
@@ -45,18 +46,6 @@ func (h *handler) CheckProposal(ctx context.Context, req *memoryv1.CheckProposal
 			resp.Findings = append(resp.Findings, &memoryv1.CheckFinding{Kind: FindingUnknownRef, UpdateIndex: -1,
 				Detail: fmt.Sprintf("entity ref %q is not in the entity graph", ref)})
 		}
-	}
-	var existing []mdops.Fact
-	if repo, err := h.svc.repo.Get(); err == nil {
-		if head, err := repo.Head(ctx); err == nil {
-			if data, err := repo.ReadFile(ctx, head, memlayout.AgentDir(agent)+memlayout.FactsFile); err == nil {
-				existing = mdops.ParseFacts(string(data))
-			}
-		}
-	}
-	known := map[string]string{}
-	for _, f := range existing {
-		known[normalizeFact(f.Text)] = f.Text
 	}
 	for i, u := range req.GetUpdates() {
 		if u.GetFile() != memlayout.FactsFile {
@@ -93,4 +82,34 @@ func (h *handler) CheckProposal(ctx context.Context, req *memoryv1.CheckProposal
 		}
 	}
 	return resp, nil
+}
+
+// knownFacts maps the agent's facts at head, normalised, to their text —
+// read only when an update appends facts, and before taking the graph's
+// lock, which commits being applied wait on.
+func (h *handler) knownFacts(ctx context.Context, agent string, updates []*memoryv1.FileUpdate) map[string]string {
+	known := map[string]string{}
+	appends := false
+	for _, u := range updates {
+		appends = appends || (u.GetFile() == memlayout.FactsFile && u.GetOperation() == memoryv1.Operation_OPERATION_APPEND)
+	}
+	if !appends {
+		return known
+	}
+	repo, err := h.svc.repo.Get()
+	if err != nil {
+		return known
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return known
+	}
+	data, err := repo.ReadFile(ctx, head, memlayout.AgentDir(agent)+memlayout.FactsFile)
+	if err != nil {
+		return known
+	}
+	for _, f := range mdops.ParseFacts(string(data)) {
+		known[normalizeFact(f.Text)] = f.Text
+	}
+	return known
 }
