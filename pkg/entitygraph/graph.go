@@ -1,7 +1,10 @@
 package entitygraph
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -105,12 +108,62 @@ type fact struct {
 	ids           []string
 }
 
-// fileState is what one source currently contributes.
+// fileState is what one source currently contributes. The graph keeps one
+// per file, so it is compact: sorted slices rather than maps, entity ids
+// shared with the nodes (intern), and no declarations (needed only while
+// the file's commit is applied).
 type fileState struct {
 	decls []decl
-	nodes map[string]bool
-	edges map[edgeKey]int // first line
+	nodes []string   // sorted, distinct
+	edges []fileEdge // sorted by key, distinct
 	facts []fact
+}
+
+// fileEdge is an edge a source supports, at its first line there.
+type fileEdge struct {
+	key  edgeKey
+	line int
+}
+
+func (f *fileState) hasNode(id string) bool {
+	_, ok := slices.BinarySearch(f.nodes, id)
+	return ok
+}
+
+func (f *fileState) hasEdge(k edgeKey) bool {
+	_, ok := slices.BinarySearchFunc(f.edges, k, func(e fileEdge, k edgeKey) int { return compareKeys(e.key, k) })
+	return ok
+}
+
+func compareKeys(a, b edgeKey) int {
+	return cmp.Or(strings.Compare(a.from, b.from), strings.Compare(a.to, b.to), strings.Compare(a.rel, b.rel))
+}
+
+// id returns the graph's own string for entity id s (the node's), so that
+// the many places naming an entity share one copy; s if there is no node.
+func (g *Graph) id(s string) string {
+	if n := g.nodes[s]; n != nil {
+		return n.id
+	}
+	return s
+}
+
+// intern makes f's entity ids the graph's own strings (every id f names is
+// a node by now) and drops its declarations, before the graph keeps f.
+func (g *Graph) intern(f *fileState) {
+	id := g.id
+	f.decls = nil
+	for i, n := range f.nodes {
+		f.nodes[i] = id(n)
+	}
+	for i, e := range f.edges {
+		f.edges[i].key = edgeKey{id(e.key.from), id(e.key.to), e.key.rel}
+	}
+	for _, ft := range f.facts {
+		for i, x := range ft.ids {
+			ft.ids[i] = id(x)
+		}
+	}
 }
 
 type edgeState struct {
@@ -249,22 +302,22 @@ func (g *Graph) ApplyCommit(c Commit) {
 		for _, d := range nf.decls {
 			g.declare(d, t)
 		}
-		for id := range old.nodes {
-			if !nf.nodes[id] {
+		for _, id := range old.nodes {
+			if !nf.hasNode(id) {
 				n := g.nodes[id]
 				delete(n.refs, ch.src)
 				n.updated = t
 			}
 		}
-		for id := range nf.nodes {
-			if !old.nodes[id] {
+		for _, id := range nf.nodes {
+			if !old.hasNode(id) {
 				n := g.node(id, t)
 				n.refs[ch.src] = true
 				n.updated = t
 			}
 		}
-		for k := range old.edges {
-			if _, ok := nf.edges[k]; !ok {
+		for _, e := range old.edges {
+			if k := e.key; !nf.hasEdge(k) {
 				es := g.edges[k]
 				if _, seen := wasOpen[k]; !seen {
 					wasOpen[k] = es.open
@@ -272,9 +325,12 @@ func (g *Graph) ApplyCommit(c Commit) {
 				es.leave(ch.src)
 			}
 		}
-		for k, line := range nf.edges {
+		for _, e := range nf.edges {
+			k, line := e.key, e.line
 			es := g.edges[k]
 			if es == nil {
+				// Keys share the nodes' id strings.
+				k = edgeKey{g.nodes[k.from].id, g.nodes[k.to].id, k.rel}
 				es = &edgeState{live: map[string]Evidence{}}
 				g.edges[k] = es
 				g.indexEdge(k)
@@ -296,6 +352,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 		case ch.new == nil:
 			delete(g.files, ch.src)
 		case !strings.HasPrefix(ch.src, commitSourcePrefix):
+			g.intern(ch.new)
 			g.files[ch.src] = ch.new
 		}
 	}
@@ -351,22 +408,28 @@ func derive(p, content string) *fileState {
 
 // fromMentions turns mentions into a source contribution.
 func fromMentions(ms []Mention) *fileState {
-	fs := &fileState{nodes: map[string]bool{}, edges: map[edgeKey]int{}}
+	nodes, edges := map[string]bool{}, map[edgeKey]int{}
+	fs := &fileState{}
 	for _, m := range ms {
 		// Clones: the graph outlives the file text, and a substring would
 		// keep all of it alive (most of the graph's memory, issue #9).
 		m.EntityID, m.Label, m.Target = strings.Clone(m.EntityID), strings.Clone(m.Label), strings.Clone(m.Target)
 		fs.decls = append(fs.decls, decl{m.EntityID, m.Label, m.Type})
-		fs.nodes[m.EntityID] = true
+		nodes[m.EntityID] = true
 		if m.Target == "" {
 			continue
 		}
-		fs.nodes[m.Target] = true
+		nodes[m.Target] = true
 		k := edgeKey{m.EntityID, m.Target, m.Relation}
-		if l, ok := fs.edges[k]; !ok || m.Line < l {
-			fs.edges[k] = m.Line
+		if l, ok := edges[k]; !ok || m.Line < l {
+			edges[k] = m.Line
 		}
 	}
+	fs.nodes = slices.Sorted(maps.Keys(nodes))
+	for k, line := range edges {
+		fs.edges = append(fs.edges, fileEdge{k, line})
+	}
+	slices.SortFunc(fs.edges, func(a, b fileEdge) int { return compareKeys(a.key, b.key) })
 	return fs
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -39,7 +40,6 @@ type (
 		Since         time.Time
 		Live, Gone    map[string]Evidence
 	}
-	snapDecl     struct{ ID, Label, Typ string }
 	snapFileEdge struct {
 		From, To, Rel string
 		Line          int
@@ -51,7 +51,6 @@ type (
 	}
 	snapFile struct {
 		Path  string
-		Decls []snapDecl
 		Nodes []string
 		Edges []snapFileEdge
 		Facts []snapFact
@@ -116,12 +115,9 @@ func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
 		}
 	}
 	for path, f := range g.files {
-		sf := snapFile{Path: path, Nodes: keys(f.nodes)}
-		for _, d := range f.decls {
-			sf.Decls = append(sf.Decls, snapDecl{ID: d.id, Label: d.label, Typ: d.typ})
-		}
-		for k, line := range f.edges {
-			sf.Edges = append(sf.Edges, snapFileEdge{From: k.from, To: k.to, Rel: k.rel, Line: line})
+		sf := snapFile{Path: path, Nodes: f.nodes}
+		for _, e := range f.edges {
+			sf.Edges = append(sf.Edges, snapFileEdge{From: e.key.from, To: e.key.to, Rel: e.key.rel, Line: e.line})
 		}
 		for _, ft := range f.facts {
 			sf.Facts = append(sf.Facts, snapFact{Section: ft.section, Text: ft.text, Line: ft.line, IDs: ft.ids})
@@ -168,25 +164,27 @@ func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 			if live == nil {
 				live = map[string]Evidence{}
 			}
-			k := edgeKey{e.From, e.To, e.Rel}
+			k := edgeKey{g.id(e.From), g.id(e.To), e.Rel}
 			g.edges[k] = &edgeState{closed: e.Closed, open: e.Open, from: e.Since, live: live, gone: e.Gone}
 			g.indexEdge(k)
 		}
 		for _, f := range c.Files {
-			fs := &fileState{nodes: set(f.Nodes), edges: map[edgeKey]int{}}
-			for _, d := range f.Decls {
-				fs.decls = append(fs.decls, decl{id: d.ID, label: d.Label, typ: d.Typ})
-			}
+			fs := &fileState{nodes: slices.Sorted(slices.Values(f.Nodes))}
 			for _, e := range f.Edges {
-				fs.edges[edgeKey{e.From, e.To, e.Rel}] = e.Line
+				fs.edges = append(fs.edges, fileEdge{edgeKey{e.From, e.To, e.Rel}, e.Line})
 			}
+			slices.SortFunc(fs.edges, func(a, b fileEdge) int { return compareKeys(a.key, b.key) })
 			for _, ft := range f.Facts {
 				fs.facts = append(fs.facts, fact{section: ft.Section, text: ft.Text, line: ft.Line, ids: ft.IDs})
 			}
+			g.intern(fs)
 			g.files[f.Path] = fs
 		}
 		for _, hc := range c.History {
-			g.history[hc.EntityID] = hc.Changes
+			for i := range hc.Changes {
+				hc.Changes[i].EntityID = g.id(hc.Changes[i].EntityID)
+			}
+			g.history[g.id(hc.EntityID)] = hc.Changes
 		}
 		nodes, edges, files, histories = nodes+len(c.Nodes), edges+len(c.Edges), files+len(c.Files), histories+len(c.History)
 	}
