@@ -28,6 +28,7 @@ type usage struct {
 
 	mu      sync.Mutex
 	pending map[string]map[string]time.Time // agent -> fact hash -> used at
+	held    int                             // facts in pending
 	// recent is, per agent, the facts text last recorded and when, so that
 	// reads of unchanged facts within usageResolution are not parsed and
 	// reported again.
@@ -38,6 +39,12 @@ type recentFacts struct {
 	sum uint64 // maphash of the facts text
 	at  time.Time
 }
+
+// maxPendingUsage bounds the facts held between reports: reading every
+// agent of a large deployment within one flush (a replica warming up) would
+// otherwise hold every fact hash at once (180 MB at 10,000 agents). Reads
+// past the bound are recorded at a later read.
+const maxPendingUsage = 50_000
 
 // usageResolution matches proposal-apply's: uses closer together than this
 // change nothing it saves.
@@ -58,7 +65,7 @@ func (u *usage) record(agent, factsMD string) {
 	sum := maphash.String(usageSeed, factsMD)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if r, ok := u.recent[agent]; ok && r.sum == sum && at.Sub(r.at) < usageResolution {
+	if r, ok := u.recent[agent]; (ok && r.sum == sum && at.Sub(r.at) < usageResolution) || u.held >= maxPendingUsage {
 		return
 	}
 	u.recent[agent] = recentFacts{sum: sum, at: at}
@@ -68,7 +75,11 @@ func (u *usage) record(agent, factsMD string) {
 		u.pending[agent] = m
 	}
 	for _, f := range mdops.ParseFacts(factsMD) {
-		m[mdops.FactHash(f.Text)] = at
+		h := mdops.FactHash(f.Text)
+		if _, ok := m[h]; !ok {
+			u.held++
+		}
+		m[h] = at
 	}
 }
 
@@ -90,7 +101,7 @@ func (u *usage) run(ctx context.Context) {
 func (u *usage) flush(ctx context.Context) {
 	u.mu.Lock()
 	batch := u.pending
-	u.pending = map[string]map[string]time.Time{}
+	u.pending, u.held = map[string]map[string]time.Time{}, 0
 	u.mu.Unlock()
 	for _, agent := range slices.Sorted(maps.Keys(batch)) {
 		req := &memoryv1.ReportFactUsageRequest{AgentId: agent}

@@ -1,7 +1,9 @@
 package contextassembly
 
 import (
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,4 +40,25 @@ func TestUsageRecordsOncePerResolution(t *testing.T) {
 	now = now.Add(usageResolution)
 	u.record("a", facts+"- the west region runs two\n")
 	require.Len(t, u.pending["a"], 2, "after the resolution the same facts are recorded again")
+}
+
+// Between reports at most maxPendingUsage facts are held; reads past the
+// bound are recorded by a later read, after a report.
+func TestUsageHoldsBoundedFacts(t *testing.T) {
+	u := newUsage(unusedClient{}, slog.Default())
+	var facts strings.Builder
+	facts.WriteString("# Facts\n\n## Domain\n")
+	for i := range 1000 {
+		fmt.Fprintf(&facts, "- fact %d\n", i)
+	}
+	agents := maxPendingUsage/1000 + 5
+	for i := range agents {
+		u.record(fmt.Sprintf("agent-%d", i), facts.String())
+	}
+	require.Equal(t, maxPendingUsage, u.held)
+	require.Len(t, u.pending, maxPendingUsage/1000)
+
+	u.pending, u.held = map[string]map[string]time.Time{}, 0 // as flush does
+	u.record(fmt.Sprintf("agent-%d", agents-1), facts.String())
+	require.Len(t, u.pending, 1, "an agent left out is recorded at its next read")
 }
