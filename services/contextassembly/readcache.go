@@ -85,6 +85,12 @@ func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.
 	}
 	r := &folderRead{res: res, meta: meta}
 	if extra == nil {
+		// A file cut to the budget (or wide mode's last decisions) is a
+		// substring of the whole file, which the cache would keep alive
+		// beyond the cost it counts: cache copies.
+		for i := range res.Files {
+			res.Files[i].Content = strings.Clone(res.Files[i].Content)
+		}
 		h.svc.reads.Put(key, r, r.cost())
 	}
 	return r, nil

@@ -201,7 +201,8 @@ func (s *Service) alwaysLoad(files agentFiles) ([]memread.Block, error) {
 		return nil, err
 	}
 	cost := int64(64)
-	for _, b := range blocks {
+	for i, b := range blocks {
+		blocks[i].Content = strings.Clone(b.Content) // not a substring keeping the whole file
 		cost += int64(len(b.Rel) + len(b.Content) + 32)
 	}
 	s.blocks.Put(files.tree, blocks, cost)
