@@ -49,6 +49,11 @@ func TestGenerateDeterministicAndWithinLimits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ma.Head, head.String())
 
+	// Sources carry the store's ETag sidecars, as if put through it.
+	sidecars, err := filepath.Glob(filepath.Join(a, "ds", objectsDir, "meta", "agents", "*", "sources", "*"))
+	require.NoError(t, err)
+	require.Len(t, sidecars, cfg.Agents*sourcesEach)
+
 	counter, err := tokens.New(tokens.DefaultEncoding)
 	require.NoError(t, err)
 	for i := range cfg.Agents {
