@@ -2,7 +2,11 @@ package memrepo
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -34,4 +38,49 @@ func TestDiffCommits(t *testing.T) {
 	none, err := r.DiffCommits(ctx, c2, c2)
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// DiffCommits agrees with git on random histories over names that test the
+// order of tree entries ("d" as a file and as a directory, "d.f" and "d-f"
+// sorting before "d/", names that are prefixes of others).
+func TestDiffCommitsMatchesGit(t *testing.T) {
+	ctx := context.Background()
+	r, err := Init(ctx, filepath.Join(t.TempDir(), "m.git"), InitOptions{})
+	require.NoError(t, err)
+	paths := []string{"d", "d/f", "d/g/h", "d.f", "d-f", "d0/f", "e", "e/d", "dd/f", "d/f.md", "d/f/x"}
+	rng := rand.New(rand.NewPCG(9, 9))
+	commits := []plumbing.Hash{}
+	head, err := r.Head(ctx)
+	require.NoError(t, err)
+	for len(commits) < 40 {
+		var changes []Change
+		for range 1 + rng.IntN(3) {
+			p := paths[rng.IntN(len(paths))]
+			if rng.IntN(4) == 0 {
+				changes = append(changes, Change{Path: p, Delete: true})
+			} else {
+				changes = append(changes, Change{Path: p, Content: []byte(fmt.Sprint(rng.IntN(3)))})
+			}
+		}
+		next, err := r.Commit(ctx, CommitRequest{Parent: head, Message: "c", Changes: changes})
+		if err != nil {
+			continue // a file where a directory is (or the reverse), or nothing changed
+		}
+		head = next
+		commits = append(commits, next)
+	}
+	for range 200 {
+		a, b := commits[rng.IntN(len(commits))], commits[rng.IntN(len(commits))]
+		got, err := r.DiffCommits(ctx, a, b)
+		require.NoError(t, err)
+		want := strings.Fields(gitCmd(t, r.Path(), "diff", "--name-only", "--no-renames", a.String(), b.String()))
+		sort.Strings(want)
+		if len(want) == 0 {
+			want = nil
+		}
+		if len(got) == 0 {
+			got = nil
+		}
+		require.Equal(t, want, got, "%s..%s", a, b)
+	}
 }

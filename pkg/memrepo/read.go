@@ -1,6 +1,8 @@
 package memrepo
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -227,6 +230,12 @@ func (r *Repo) ChangedFiles(ctx context.Context, h plumbing.Hash) ([]string, err
 
 // diffTrees adds to set every file path that differs between trees a and b
 // (either may be zero, meaning empty).
+//
+// It walks the raw tree objects side by side (git keeps entries sorted)
+// instead of decoding them: memory/ holds one entry per agent and changes
+// with every commit, so at 10,000 agents decoding it into entries, names
+// and an index for each commit was most of the cost of listing a commit's
+// changes — the entity graph does that for every commit of history.
 func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash, set map[string]bool) error {
 	if a == b {
 		return nil
@@ -234,49 +243,167 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ta, err := r.tree(a)
+	ra, err := r.rawTree(a)
 	if err != nil {
 		return err
 	}
-	tb, err := r.tree(b)
+	defer putRaw(ra)
+	rb, err := r.rawTree(b)
 	if err != nil {
 		return err
 	}
+	defer putRaw(rb)
 	// all adds every file at or below entry e (one side of a change).
-	all := func(e object.TreeEntry) error {
-		if e.Mode == filemode.Dir {
-			return r.diffTrees(ctx, prefix+e.Name+"/", plumbing.ZeroHash, e.Hash, set)
+	all := func(e rawEntry) error {
+		if e.dir {
+			return r.diffTrees(ctx, prefix+string(e.name)+"/", plumbing.ZeroHash, e.hash, set)
 		}
-		set[prefix+e.Name] = true
+		set[prefix+string(e.name)] = true
 		return nil
 	}
-	for _, nb := range tb.all() {
-		na, ok := ta.find(nb.Name)
+	ta, tb := rawEntries{b: raw(ra)}, rawEntries{b: raw(rb)}
+	ea, oka, err := ta.next()
+	if err != nil {
+		return fmt.Errorf("memrepo: tree %s: %w", a, err)
+	}
+	eb, okb, err := tb.next()
+	if err != nil {
+		return fmt.Errorf("memrepo: tree %s: %w", b, err)
+	}
+	for oka || okb {
+		c := 0
 		switch {
-		case !ok:
-			err = all(nb)
-		case na.Hash == nb.Hash && na.Mode == nb.Mode:
-			continue
-		case na.Mode == filemode.Dir && nb.Mode == filemode.Dir:
-			err = r.diffTrees(ctx, prefix+nb.Name+"/", na.Hash, nb.Hash, set)
-		default: // file changed, or a file replaced a directory or vice versa
-			if err = all(na); err == nil {
-				err = all(nb)
+		case !oka:
+			c = 1
+		case !okb:
+			c = -1
+		default:
+			c = compareEntries(ea, eb)
+		}
+		switch {
+		case c < 0: // deleted on b's side
+			err = all(ea)
+		case c > 0: // added on b's side
+			err = all(eb)
+		case ea.hash == eb.hash && bytes.Equal(ea.mode, eb.mode):
+		case ea.dir && eb.dir:
+			err = r.diffTrees(ctx, prefix+string(eb.name)+"/", ea.hash, eb.hash, set)
+		default: // a file changed
+			if err = all(ea); err == nil {
+				err = all(eb)
 			}
 		}
 		if err != nil {
 			return err
 		}
-	}
-	for _, na := range ta.all() { // deleted on b's side
-		if _, ok := tb.find(na.Name); ok {
-			continue
+		if c <= 0 {
+			if ea, oka, err = ta.next(); err != nil {
+				return fmt.Errorf("memrepo: tree %s: %w", a, err)
+			}
 		}
-		if err := all(na); err != nil {
-			return err
+		if c >= 0 {
+			if eb, okb, err = tb.next(); err != nil {
+				return fmt.Errorf("memrepo: tree %s: %w", b, err)
+			}
 		}
 	}
 	return nil
+}
+
+// rawEntry is an entry of a raw tree object; name and mode point into it.
+type rawEntry struct {
+	mode, name []byte
+	dir        bool
+	hash       plumbing.Hash
+}
+
+// rawEntries iterates a raw tree object: "<mode> <name>\0<20-byte hash>"...
+type rawEntries struct{ b []byte }
+
+var errMalformedTree = errors.New("malformed tree object")
+
+func (t *rawEntries) next() (rawEntry, bool, error) {
+	if len(t.b) == 0 {
+		return rawEntry{}, false, nil
+	}
+	sp := bytes.IndexByte(t.b, ' ')
+	if sp <= 0 {
+		return rawEntry{}, false, errMalformedTree
+	}
+	nul := bytes.IndexByte(t.b[sp+1:], 0)
+	if nul <= 0 || len(t.b) < sp+1+nul+1+len(plumbing.ZeroHash) {
+		return rawEntry{}, false, errMalformedTree
+	}
+	e := rawEntry{mode: t.b[:sp], name: t.b[sp+1 : sp+1+nul]}
+	e.dir = string(e.mode) == "40000" || string(e.mode) == "040000"
+	rest := t.b[sp+1+nul+1:]
+	copy(e.hash[:], rest)
+	t.b = rest[len(plumbing.ZeroHash):]
+	return e, true, nil
+}
+
+// compareEntries orders entries as git sorts a tree: by name, a directory's
+// name compared as if it ended in '/'.
+func compareEntries(a, b rawEntry) int {
+	n := min(len(a.name), len(b.name))
+	if c := bytes.Compare(a.name[:n], b.name[:n]); c != 0 {
+		return c
+	}
+	end := func(e rawEntry) byte {
+		switch {
+		case len(e.name) > n:
+			return e.name[n]
+		case e.dir:
+			return '/'
+		}
+		return 0
+	}
+	return cmp.Compare(end(a), end(b))
+}
+
+// rawBufs recycles the buffers raw trees are read into: memory/ is hundreds
+// of KB at 10,000 agents and read for every commit listed.
+var rawBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+func raw(b *[]byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return *b
+}
+
+func putRaw(b *[]byte) {
+	if b != nil {
+		rawBufs.Put(b)
+	}
+}
+
+// rawTree reads tree h's content into a pooled buffer (nil for the zero
+// hash); return it with putRaw.
+func (r *Repo) rawTree(h plumbing.Hash) (*[]byte, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	o, err := r.objs.get(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	buf := rawBufs.Get().(*[]byte)
+	if n := int(o.Size()); cap(*buf) >= n {
+		*buf = (*buf)[:n]
+	} else {
+		*buf = make([]byte, n)
+	}
+	if _, err := io.ReadFull(rd, *buf); err != nil {
+		putRaw(buf)
+		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
+	}
+	return buf, nil
 }
 
 // Walk calls fn for from and then each first parent, newest to oldest, until
