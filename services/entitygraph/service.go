@@ -247,15 +247,18 @@ func (s *Service) save() {
 		return
 	}
 	last := s.last
-	// Encoding streams to the file under the read lock: queries go on,
-	// commits wait for the save.
-	err := writeAtomic(s.snapshotPath(), func(enc *gob.Encoder) error {
+	// Encoding streams to a temp file under the read lock (queries go on,
+	// commits wait); the fsync and rename come after it.
+	tmp, err := encodeTemp(s.snapshotPath(), func(enc *gob.Encoder) error {
 		if err := enc.Encode(snapshotHeader{Commit: last.String()}); err != nil {
 			return err
 		}
 		return s.graph.EncodeSnapshot(enc)
 	})
 	s.mu.RUnlock()
+	if err == nil {
+		err = replaceWith(tmp, s.snapshotPath())
+	}
 	if err != nil {
 		s.logger.Warn("entity graph snapshot not saved", "err", err)
 		return
@@ -265,24 +268,31 @@ func (s *Service) save() {
 	s.mu.Unlock()
 }
 
-func writeAtomic(path string, encode func(*gob.Encoder) error) error {
+// encodeTemp writes encode's stream to a new temp file beside path.
+func encodeTemp(path string, encode func(*gob.Encoder) error) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
+		return nil, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".graph-*")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer os.Remove(tmp.Name())
 	w := bufio.NewWriterSize(tmp, 1<<16)
-	if err := encode(gob.NewEncoder(w)); err != nil {
-		_ = tmp.Close()
-		return err
+	err = encode(gob.NewEncoder(w))
+	if err == nil {
+		err = w.Flush()
 	}
-	if err := w.Flush(); err != nil {
+	if err != nil {
 		_ = tmp.Close()
-		return err
+		_ = os.Remove(tmp.Name())
+		return nil, err
 	}
+	return tmp, nil
+}
+
+// replaceWith makes tmp durable and atomically puts it at path.
+func replaceWith(tmp *os.File, path string) error {
+	defer os.Remove(tmp.Name()) // no-op after the rename
 	if err := tmp.Sync(); err != nil {
 		_ = tmp.Close()
 		return err
