@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -27,8 +28,8 @@ import (
 
 // genVersion changes whenever the generated content changes, so cached data
 // sets of an older generator are rebuilt. 2: sources have the object store's
-// ETag sidecars.
-const genVersion = 2
+// ETag sidecars. 3: each path's newest version packed whole.
+const genVersion = 3
 
 // headEntityLabel is linked only by the last commit: once the entity graph
 // knows it, the graph has replayed the whole history.
@@ -304,16 +305,23 @@ type chunkFile struct {
 	idx int // into entries
 }
 
-// buildAgent replays agent i's commits (js, in order) and packs every file
-// version as a delta against the previous version of the same file.
+// buildAgent replays agent i's commits (js, in order) and packs its file
+// versions as git's repack does: each path's newest version whole and every
+// older one as a delta against the next newer one. Reads of the head, which
+// are most reads, then decode one object, as on a repository the engine
+// wrote (its commits' objects are whole); deltas against the previous
+// version put the head at the end of a chain of ten.
 func (g *generator) buildAgent(i int, js []int32, est *estimator, enc *encoder) agentChunk {
 	st := newAgentState(g.m, est, g.cfg.Seed, i)
 	var out agentChunk
-	type last struct {
-		content string
-		idx     int
+	// versions holds each path's contents, oldest first (a commit that
+	// leaves a file as it was shares its version).
+	versions := map[string][]string{}
+	type version struct {
+		rel string
+		v   int
 	}
-	prev := map[string]last{}
+	var uses [][]version // per commit, the file versions it has
 	for _, j := range js {
 		s := g.sched[j]
 		var c *change
@@ -323,33 +331,44 @@ func (g *generator) buildAgent(i int, js []int32, est *estimator, enc *encoder) 
 			c = g.historyChange(st, s.op, s.at)
 		}
 		st.finish(c, s.at)
-		cc := chunkCommit{j: j, msg: commitmsg.Format(commitmsg.Update{AgentID: st.id, RunID: c.runID, ProposalID: c.proposalID,
-			Files: c.listed, Reason: c.reason, AutoApproved: true, Evicted: c.evicted, EntityRefs: dedupe(c.entityRefs)})}
-		rels := make([]string, 0, len(c.files))
-		for rel := range c.files {
-			rels = append(rels, rel)
+		out.commits = append(out.commits, chunkCommit{j: j, msg: commitmsg.Format(commitmsg.Update{AgentID: st.id, RunID: c.runID,
+			ProposalID: c.proposalID, Files: c.listed, Reason: c.reason, AutoApproved: true, Evicted: c.evicted,
+			EntityRefs: dedupe(c.entityRefs)})})
+		var used []version
+		for _, rel := range slices.Sorted(maps.Keys(c.files)) {
+			vs := versions[rel]
+			if len(vs) == 0 || vs[len(vs)-1] != c.files[rel] {
+				vs = append(vs, c.files[rel])
+				versions[rel] = vs
+			}
+			used = append(used, version{rel, len(vs) - 1})
 		}
-		slices.Sort(rels)
-		for _, rel := range rels {
-			content := c.files[rel]
-			p, had := prev[rel]
-			if had && p.content == content {
-				cc.files = append(cc.files, chunkFile{rel: rel, idx: p.idx})
-				continue
+		uses = append(uses, used)
+	}
+	// Per path, newest first, so that every delta's base precedes it.
+	entryOf := map[string][]int{}
+	for _, rel := range slices.Sorted(maps.Keys(versions)) {
+		vs := versions[rel]
+		at := make([]int, len(vs))
+		for v := len(vs) - 1; v >= 0; v-- {
+			depth, base, newer := -1, -1, ""
+			if v+1 < len(vs) {
+				base, newer = at[v+1], vs[v+1]
+				depth = out.entries[base].depth
 			}
-			depth := -1
-			if had {
-				depth = out.entries[p.idx].depth
-			}
-			e, isDelta := enc.delta(objBlob, []byte(content), []byte(p.content), depth)
+			e, isDelta := enc.delta(objBlob, []byte(vs[v]), []byte(newer), depth)
 			if isDelta {
-				e.baseIdx = p.idx
+				e.baseIdx = base
 			}
 			out.entries = append(out.entries, e)
-			prev[rel] = last{content: content, idx: len(out.entries) - 1}
-			cc.files = append(cc.files, chunkFile{rel: rel, idx: len(out.entries) - 1})
+			at[v] = len(out.entries) - 1
 		}
-		out.commits = append(out.commits, cc)
+		entryOf[rel] = at
+	}
+	for k, used := range uses {
+		for _, u := range used {
+			out.commits[k].files = append(out.commits[k].files, chunkFile{rel: u.rel, idx: entryOf[u.rel][u.v]})
+		}
 	}
 	return out
 }

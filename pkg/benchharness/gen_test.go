@@ -23,6 +23,16 @@ func gitOut(t *testing.T, repo string, args ...string) string {
 	return string(out)
 }
 
+// gitOutIn is gitOut with stdin.
+func gitOutIn(t *testing.T, repo, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"--git-dir", repo}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return string(out)
+}
+
 func TestGenerateDeterministicAndWithinLimits(t *testing.T) {
 	ctx := context.Background()
 	cfg := GenConfig{Agents: 5, Commits: 120, Seed: 3}
@@ -48,6 +58,13 @@ func TestGenerateDeterministicAndWithinLimits(t *testing.T) {
 	head, err := r.Head(ctx)
 	require.NoError(t, err)
 	require.Equal(t, ma.Head, head.String())
+
+	// Each path's newest version is packed whole, its older ones as deltas.
+	headFacts := strings.TrimSpace(gitOut(t, repo, "rev-parse", "main:"+memlayout.AgentDir(AgentID(0))+memlayout.FactsFile))
+	require.Equal(t, strings.Repeat("0", 40), strings.TrimSpace(gitOutIn(t, repo, headFacts+"\n", "cat-file", "--batch-check=%(deltabase)")))
+	firstFacts := strings.TrimSpace(gitOut(t, repo, "rev-list", "--reverse", "main", "--", memlayout.AgentDir(AgentID(0))+memlayout.FactsFile))
+	firstFacts = strings.TrimSpace(gitOut(t, repo, "rev-parse", strings.Split(firstFacts, "\n")[0]+":"+memlayout.AgentDir(AgentID(0))+memlayout.FactsFile))
+	require.NotEqual(t, strings.Repeat("0", 40), strings.TrimSpace(gitOutIn(t, repo, firstFacts+"\n", "cat-file", "--batch-check=%(deltabase)")))
 
 	// Sources carry the store's ETag sidecars, as if put through it.
 	sidecars, err := filepath.Glob(filepath.Join(a, "ds", objectsDir, "meta", "agents", "*", "sources", "*"))
