@@ -95,6 +95,7 @@ type Repo struct {
 	// writeMu serialises Commit (and RecoverStaleLock) within the process;
 	// other processes are serialised by git's ref lock file.
 	writeMu sync.Mutex
+	head    headCache
 }
 
 // Path returns the absolute path of the bare repository directory.
@@ -107,15 +108,24 @@ func (r *Repo) Path() string { return r.path }
 // reference and config handling is not safe for concurrent use.
 func (r *Repo) Git() *git.Repository { return r.repo }
 
-// Head returns the commit hash refs/heads/main points to. It reads the ref
-// from disk on every call (loose file, else packed-refs, exactly as Commit's
-// compare-and-swap does), so commits pushed with the git binary are seen
-// immediately.
+// Head returns the commit hash refs/heads/main points to. It looks at the
+// ref on disk on every call (loose file, else packed-refs, exactly as
+// Commit's compare-and-swap does), so commits pushed with the git binary are
+// seen immediately; an unchanged loose ref file is not read again (see
+// headCache).
 func (r *Repo) Head(ctx context.Context) (plumbing.Hash, error) {
 	if err := ctx.Err(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.readMain()
+	if fi, err := os.Stat(r.refPath(MainBranch)); err == nil {
+		if h, ok := r.head.get(fi); ok {
+			return h, nil
+		}
+	}
+	if h, ok := r.head.load(r.refPath(MainBranch)); ok {
+		return h, nil
+	}
+	return r.readMain() // packed, missing, symbolic or malformed: the full lookup decides
 }
 
 // Open opens an existing memory monorepo at path without writing anything.

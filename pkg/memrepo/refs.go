@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -283,4 +285,74 @@ func (r *Repo) RecoverStaleLock(maxAge time.Duration) (bool, error) {
 		return true, fmt.Errorf("memrepo: sync %s: %w", filepath.Dir(lockPath), err)
 	}
 	return true, nil
+}
+
+// headCache remembers main's hash with the identity (inode, size, mtime) of
+// the loose ref file it was read from, so that reads — every request reads
+// the head — stat the file instead of opening and reading it. Ref files are
+// replaced, never rewritten in place, so a changed ref has a new identity,
+// with one exception: a new file can reuse a freed inode, and file times are
+// as coarse as the kernel's clock tick, so a ref written within a tick of
+// the one cached, with the same size, could look the same. A file is
+// therefore cached only once it is older than refSettle: no later file can
+// share its mtime then.
+type headCache struct {
+	mu   sync.Mutex
+	id   refFileID
+	hash plumbing.Hash
+}
+
+type refFileID struct {
+	ino, size uint64
+	mtimeNs   int64
+}
+
+// refSettle is far above any filesystem's timestamp granularity (a few ms).
+const refSettle = 100 * time.Millisecond
+
+func refIdentity(fi fs.FileInfo) (refFileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return refFileID{}, false
+	}
+	return refFileID{ino: uint64(st.Ino), size: uint64(fi.Size()), mtimeNs: fi.ModTime().UnixNano()}, true
+}
+
+func (c *headCache) get(fi fs.FileInfo) (plumbing.Hash, bool) {
+	id, ok := refIdentity(fi)
+	if !ok {
+		return plumbing.ZeroHash, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hash, c.id == id && !c.hash.IsZero()
+}
+
+// load reads the loose ref file at path and caches its hash under the
+// identity of the very file read (fstat on the open file), if it is settled.
+// ok is false when the file is missing or does not hold a plain hash.
+func (c *headCache) load(path string) (plumbing.Hash, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return plumbing.ZeroHash, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return plumbing.ZeroHash, false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return plumbing.ZeroHash, false
+	}
+	h, ok := parseHash(strings.TrimRight(string(data), " \t\r\n"))
+	if !ok {
+		return plumbing.ZeroHash, false
+	}
+	if id, ok := refIdentity(fi); ok && time.Since(fi.ModTime()) >= refSettle {
+		c.mu.Lock()
+		c.id, c.hash = id, h
+		c.mu.Unlock()
+	}
+	return h, true
 }
