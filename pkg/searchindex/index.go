@@ -493,7 +493,12 @@ func writeCurrent(base, name string) error {
 	if err := os.Rename(tmp, filepath.Join(base, "CURRENT")); err != nil {
 		return err
 	}
-	d, err := os.Open(base)
+	return syncDir(base)
+}
+
+// syncDir makes the entries of dir (a rename, new files) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}

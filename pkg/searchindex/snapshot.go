@@ -281,12 +281,7 @@ func extractTarGz(ctx context.Context, r io.Reader, dir string) error {
 	}
 	// The files are synced; sync the directory too, so the generation
 	// CURRENT will name survives a crash whole.
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return syncDir(dir)
 }
 
 func extractFile(ctx context.Context, r io.Reader, target string, size int64) error {
