@@ -26,6 +26,17 @@ func paths(r *Result) []string {
 	return out
 }
 
+// seededIndex opens an index under base, closed when the test ends, with
+// seed's files in it.
+func seededIndex(t *testing.T, base string) *Index {
+	t.Helper()
+	ix, err := Open(base)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ix.Close() })
+	seed(t, ix)
+	return ix
+}
+
 func seed(t *testing.T, ix *Index) {
 	t.Helper()
 	require.NoError(t, ix.Apply(context.Background(), Batch{Commit: "c1", Upserts: []File{
@@ -37,10 +48,7 @@ func seed(t *testing.T, ix *Index) {
 }
 
 func TestSearchFiltersAndLayers(t *testing.T) {
-	ix, err := Open(t.TempDir())
-	require.NoError(t, err)
-	defer ix.Close()
-	seed(t, ix)
+	ix := seededIndex(t, t.TempDir())
 
 	res, err := ix.Search(context.Background(), Query{Text: "minio versioning"})
 	require.NoError(t, err)
@@ -75,10 +83,7 @@ func TestSearchFiltersAndLayers(t *testing.T) {
 }
 
 func TestFiltersDoNotChangeRanking(t *testing.T) {
-	ix, err := Open(t.TempDir())
-	require.NoError(t, err)
-	defer ix.Close()
-	seed(t, ix)
+	ix := seededIndex(t, t.TempDir())
 	all, err := ix.Search(context.Background(), Query{Text: "minio zones"})
 	require.NoError(t, err)
 	only, err := ix.Search(context.Background(), Query{Text: "minio zones", AgentID: "ops"})
@@ -139,12 +144,9 @@ func TestIncrementalUpdatesAndRestart(t *testing.T) {
 
 func TestRebuildWhileSearching(t *testing.T) {
 	dir := t.TempDir()
-	ix, err := Open(dir)
-	require.NoError(t, err)
-	defer ix.Close()
-	seed(t, ix)
+	ix := seededIndex(t, dir)
 	stop := keepUsing(ix, false)
-	err = ix.Rebuild(context.Background(), func(b *Builder) error {
+	err := ix.Rebuild(context.Background(), func(b *Builder) error {
 		for i := range 50 {
 			if err := b.Apply(context.Background(), Batch{Upserts: []File{
 				file(fmt.Sprintf("memory/a%d/facts.md", i), fmt.Sprintf("a%d", i), 1, "facts", "c9", "# F\n\n## D\n- minio fact\n")}}); err != nil {

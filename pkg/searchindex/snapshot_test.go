@@ -88,10 +88,7 @@ func generations(t *testing.T, base string) []string {
 func TestSnapshotRestore(t *testing.T) {
 	ctx := context.Background()
 	srcBase := t.TempDir()
-	src, err := Open(srcBase)
-	require.NoError(t, err)
-	defer src.Close()
-	seed(t, src)
+	src := seededIndex(t, srcBase)
 	require.NoError(t, src.Apply(ctx, Batch{Commit: "c2",
 		Upserts: []File{file("memory/cur/facts.md", "cur", 1, "facts", "c2", "# Facts: cur\n\n## Storage\n- MinIO snapshots go to tape\n")},
 		Deletes: []string{"memory/ops/facts.md"}}))
@@ -146,12 +143,9 @@ func TestSnapshotRestore(t *testing.T) {
 func TestRestoreRejectsBadArchives(t *testing.T) {
 	ctx := context.Background()
 	// A real snapshot to damage.
-	src, err := Open(t.TempDir())
-	require.NoError(t, err)
-	defer src.Close()
-	seed(t, src)
+	src := seededIndex(t, t.TempDir())
 	var good bytes.Buffer
-	_, err = src.WriteSnapshot(ctx, &good)
+	_, err := src.WriteSnapshot(ctx, &good)
 	require.NoError(t, err)
 	var damagedSeg []tarEntry
 	for _, e := range untarGz(t, good.Bytes()) {
@@ -206,10 +200,7 @@ func TestRestoreRejectsBadArchives(t *testing.T) {
 	}
 
 	dstBase := filepath.Join(outside, "index")
-	dst, err := Open(dstBase)
-	require.NoError(t, err)
-	defer dst.Close()
-	seed(t, dst)
+	dst := seededIndex(t, dstBase)
 	files := dst.Files()
 	for _, c := range cases {
 		name := c.name
@@ -232,13 +223,10 @@ func TestRestoreRejectsBadArchives(t *testing.T) {
 
 func TestSnapshotCanceled(t *testing.T) {
 	base := t.TempDir()
-	ix, err := Open(base)
-	require.NoError(t, err)
-	defer ix.Close()
-	seed(t, ix)
+	ix := seededIndex(t, base)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = ix.WriteSnapshot(ctx, io.Discard)
+	_, err := ix.WriteSnapshot(ctx, io.Discard)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, []string{"gen-1"}, generations(t, base))
 
@@ -260,10 +248,7 @@ func TestSnapshotCanceled(t *testing.T) {
 
 func TestSnapshotWhileApplying(t *testing.T) {
 	ctx := context.Background()
-	src, err := Open(t.TempDir())
-	require.NoError(t, err)
-	defer src.Close()
-	seed(t, src)
+	src := seededIndex(t, t.TempDir())
 
 	// Batch i adds file n<i> and sets commit c<i>, so a consistent copy
 	// with LastCommit c<k> holds exactly n0..n<k> besides the seed.
@@ -324,19 +309,13 @@ func TestSnapshotWhileApplying(t *testing.T) {
 
 func TestRestoreWhileServing(t *testing.T) {
 	ctx := context.Background()
-	src, err := Open(t.TempDir())
-	require.NoError(t, err)
-	defer src.Close()
-	seed(t, src)
+	src := seededIndex(t, t.TempDir())
 	var buf bytes.Buffer
 	st, err := src.WriteSnapshot(ctx, &buf)
 	require.NoError(t, err)
 
 	base := t.TempDir()
-	dst, err := Open(base)
-	require.NoError(t, err)
-	defer dst.Close()
-	seed(t, dst)
+	dst := seededIndex(t, base)
 	stop := keepUsing(dst, true)
 	got, err := dst.RestoreSnapshot(ctx, &buf)
 	failures := stop()
