@@ -97,7 +97,30 @@ func (s *Shared) Publish(ctx context.Context, write func(io.Writer) (commit stri
 	if err != nil {
 		return err
 	}
-	if _, err := s.blobs.Put(ctx, s.key, f, size, blob.PutOptions{ContentType: "application/octet-stream"}); err != nil {
+	return s.upload(ctx, f, size, commit, start)
+}
+
+// PublishFile uploads a state already written to a file (which may be
+// replaced while it is read: the open file stays the one uploaded).
+func (s *Shared) PublishFile(ctx context.Context, path, commit string) error {
+	if s == nil {
+		return nil
+	}
+	start := s.now()
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("readstate: open %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return s.upload(ctx, f, fi.Size(), commit, start)
+}
+
+func (s *Shared) upload(ctx context.Context, r io.Reader, size int64, commit string, start time.Time) error {
+	if _, err := s.blobs.Put(ctx, s.key, r, size, blob.PutOptions{ContentType: "application/octet-stream"}); err != nil {
 		return fmt.Errorf("readstate: upload %s: %w", s.key, err)
 	}
 	s.mu.Lock()

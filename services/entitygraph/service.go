@@ -222,16 +222,7 @@ func (s *Service) publish(ctx context.Context, force bool) {
 	if saved.IsZero() || !s.deps.Shared.Due(saved.String(), force) {
 		return
 	}
-	err := s.deps.Shared.Publish(ctx, func(w io.Writer) (string, error) {
-		f, err := os.Open(s.snapshotPath())
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		_, err = io.Copy(w, f)
-		return saved.String(), err
-	})
-	if err != nil {
+	if err := s.deps.Shared.PublishFile(ctx, s.snapshotPath(), saved.String()); err != nil {
 		s.logger.Warn("entity graph snapshot not published", "err", err)
 	}
 }
