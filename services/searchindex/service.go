@@ -130,7 +130,7 @@ func (s *Service) loadShared(ctx context.Context) {
 // publish uploads a copy of the index when it moved since this replica's
 // last upload and the interval passed (or force); one upload at a time.
 func (s *Service) publish(ctx context.Context, force bool) {
-	if s.deps.Shared == nil || !s.deps.Shared.Due(s.index.State().LastCommit, force) || !s.publishing.CompareAndSwap(false, true) {
+	if !s.deps.Shared.Due(s.index.State().LastCommit, force) || !s.publishing.CompareAndSwap(false, true) {
 		return
 	}
 	defer s.publishing.Store(false)
@@ -181,7 +181,7 @@ func (s *Service) syncLoop(ctx context.Context) {
 		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
 			s.logger.Warn("index catch-up failed; will retry", "err", err)
 		}
-		if s.deps.Shared != nil && s.deps.Shared.Due(s.index.State().LastCommit, false) {
+		if s.deps.Shared.Due(s.index.State().LastCommit, false) {
 			s.bg.Go(func() { s.publish(ctx, false) })
 		}
 		// Commits arriving meanwhile wait for one batch: each batch is a
