@@ -98,11 +98,17 @@ func (u *usage) run(ctx context.Context) {
 	}
 }
 
-func (u *usage) flush(ctx context.Context) {
+// take returns the pending usage and starts a new batch.
+func (u *usage) take() map[string]map[string]time.Time {
 	u.mu.Lock()
+	defer u.mu.Unlock()
 	batch := u.pending
 	u.pending, u.held = map[string]map[string]time.Time{}, 0
-	u.mu.Unlock()
+	return batch
+}
+
+func (u *usage) flush(ctx context.Context) {
+	batch := u.take()
 	for _, agent := range slices.Sorted(maps.Keys(batch)) {
 		req := &memoryv1.ReportFactUsageRequest{AgentId: agent}
 		for _, h := range slices.Sorted(maps.Keys(batch[agent])) {

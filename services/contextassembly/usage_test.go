@@ -58,7 +58,7 @@ func TestUsageHoldsBoundedFacts(t *testing.T) {
 	require.Equal(t, maxPendingUsage, u.held)
 	require.Len(t, u.pending, maxPendingUsage/1000)
 
-	u.pending, u.held = map[string]map[string]time.Time{}, 0 // as flush does
+	u.take() // as a report does
 	u.record(fmt.Sprintf("agent-%d", agents-1), facts.String())
 	require.Len(t, u.pending, 1, "an agent left out is recorded at its next read")
 }
