@@ -14,14 +14,17 @@ package searchindex
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blugelabs/bluge"
@@ -51,7 +54,6 @@ const (
 	fieldDocType = "doctype"
 	fieldStart   = "start"
 	fieldEnd     = "end"
-	fieldCommit  = "commit"
 	fieldMeta    = "meta" // stored JSON of file and state documents
 
 	docChunk = "chunk"
@@ -79,6 +81,25 @@ type File struct {
 type fileMeta struct {
 	Chunks  int    `json:"chunks"`
 	Version string `json:"version"`
+	// Sums holds an 8-byte fingerprint of each chunk's indexed content, in
+	// chunk order. A new version of the file re-indexes only the chunks
+	// whose fingerprint changed: appending a fact to a 150-fact file is one
+	// new document, not 150. Indexes written before Sums existed have none,
+	// and their next update of a file re-indexes it whole.
+	Sums []byte `json:"sums,omitempty"`
+}
+
+// sumSize is the size of one chunk fingerprint in fileMeta.Sums.
+const sumSize = 8
+
+// sum returns chunk i's fingerprint from Sums, or false if there is none.
+func (fm fileMeta) sum(i int) ([sumSize]byte, bool) {
+	var out [sumSize]byte
+	if (i+1)*sumSize > len(fm.Sums) {
+		return out, false
+	}
+	copy(out[:], fm.Sums[i*sumSize:])
+	return out, true
 }
 
 // State is where the index is.
@@ -122,6 +143,10 @@ type Index struct {
 	genMu sync.Mutex
 	mu    sync.RWMutex
 	cur   *generation
+
+	// chunkWrites counts chunk documents written (tests check that an
+	// append rewrites one chunk, not the file).
+	chunkWrites atomic.Int64
 }
 
 // Open opens (or creates) the index under base.
@@ -264,21 +289,13 @@ func (ix *Index) Apply(ctx context.Context, b Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r, err := ix.applyTo(g, b)
-	if err != nil {
-		return err
-	}
-	ix.mu.Lock()
-	old := g.reader
-	g.reader = r
-	ix.mu.Unlock()
-	_ = old.Close()
-	return nil
+	return ix.applyTo(g, b)
 }
 
-// applyTo writes b into g and returns a reader that sees it; g's bookkeeping
-// is updated. The caller holds writeMu and swaps the reader.
-func (ix *Index) applyTo(g *generation, b Batch) (*bluge.Reader, error) {
+// applyTo writes b into g and swaps in a reader that sees it, together with
+// g's bookkeeping, so a search never pairs a file's version with chunks of
+// another. The caller holds writeMu.
+func (ix *Index) applyTo(g *generation, b Batch) error {
 	batch := index.NewBatch()
 	files := make(map[string]fileMeta, len(b.Upserts)+len(b.Deletes))
 	for _, path := range b.Deletes {
@@ -286,16 +303,24 @@ func (ix *Index) applyTo(g *generation, b Batch) (*bluge.Reader, error) {
 		files[path] = fileMeta{Chunks: -1}
 	}
 	for _, f := range b.Upserts {
+		old := g.files[f.Path]
 		// Chunk ids are path#0..n-1: updates replace the first n, and only
 		// the chunks past the new count are deleted, so no id is both
 		// deleted and updated in one batch.
-		for i := len(f.Chunks); i < g.files[f.Path].Chunks; i++ {
+		for i := len(f.Chunks); i < old.Chunks; i++ {
 			batch.Delete(bluge.Identifier(chunkID(f.Path, i)))
 		}
+		sums := make([]byte, 0, len(f.Chunks)*sumSize)
 		for i, c := range f.Chunks {
+			sum := chunkSum(f, c)
+			sums = append(sums, sum[:]...)
+			if was, ok := old.sum(i); ok && was == sum {
+				continue // the same text, headings and span: nothing to redo
+			}
 			batch.Update(bluge.Identifier(chunkID(f.Path, i)), ix.chunkDoc(f, i, c))
+			ix.chunkWrites.Add(1)
 		}
-		fm := fileMeta{Chunks: len(f.Chunks), Version: f.Version}
+		fm := fileMeta{Chunks: len(f.Chunks), Version: f.Version, Sums: sums}
 		meta, _ := json.Marshal(fm)
 		doc := bluge.NewDocument("file:" + f.Path).
 			AddField(bluge.NewKeywordField(fieldDocType, docFile).StoreValue()).
@@ -331,14 +356,14 @@ func (ix *Index) applyTo(g *generation, b Batch) (*bluge.Reader, error) {
 	batch.Update(stateDoc.ID(), stateDoc)
 
 	if err := g.writer.Batch(batch); err != nil {
-		return nil, fmt.Errorf("searchindex: batch: %w", err)
+		return fmt.Errorf("searchindex: batch: %w", err)
 	}
 	r, err := g.writer.Reader()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Readers (State, Files) hold mu; writers also hold writeMu, so reads of
-	// g.files above need no lock.
+	// Readers (State, Files, Search) hold mu; writers also hold writeMu, so
+	// reads of g.files above need no lock.
 	ix.mu.Lock()
 	for path, fm := range files {
 		if fm.Chunks < 0 {
@@ -348,8 +373,11 @@ func (ix *Index) applyTo(g *generation, b Batch) (*bluge.Reader, error) {
 		}
 	}
 	g.state = next
+	old := g.reader
+	g.reader = r
 	ix.mu.Unlock()
-	return r, nil
+	_ = old.Close()
+	return nil
 }
 
 func (ix *Index) deleteFile(batch *index.Batch, g *generation, path string) {
@@ -381,8 +409,31 @@ func (ix *Index) chunkDoc(f File, i int, c chunker.Chunk) *bluge.Document {
 		AddField(bluge.NewKeywordField(fieldLayer, strconv.Itoa(f.Layer)).StoreValue()).
 		AddField(bluge.NewKeywordField(fieldKind, f.Kind).StoreValue()).
 		AddField(bluge.NewStoredOnlyField(fieldStart, []byte(strconv.Itoa(c.StartLine)))).
-		AddField(bluge.NewStoredOnlyField(fieldEnd, []byte(strconv.Itoa(c.EndLine)))).
-		AddField(bluge.NewStoredOnlyField(fieldCommit, []byte(f.Version)))
+		AddField(bluge.NewStoredOnlyField(fieldEnd, []byte(strconv.Itoa(c.EndLine))))
+}
+
+// chunkSum fingerprints everything chunkDoc indexes or stores except the
+// file's version, which searches take from the file's bookkeeping.
+func chunkSum(f File, c chunker.Chunk) [sumSize]byte {
+	h := fnv.New64a()
+	field := func(s string) {
+		var n [binary.MaxVarintLen64]byte
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write([]byte(s))
+	}
+	field(f.AgentID)
+	field(strconv.Itoa(f.Layer))
+	field(f.Kind)
+	field(strconv.Itoa(len(c.Headings)))
+	for _, hd := range c.Headings {
+		field(hd)
+	}
+	field(c.Text)
+	field(strconv.Itoa(c.StartLine))
+	field(strconv.Itoa(c.EndLine))
+	var out [sumSize]byte
+	binary.BigEndian.PutUint64(out[:], h.Sum64())
+	return out
 }
 
 // Files returns the indexed paths with the version each was indexed at.
@@ -404,13 +455,7 @@ type Builder struct {
 
 // Apply writes a batch into the generation being built.
 func (b *Builder) Apply(_ context.Context, batch Batch) error {
-	r, err := b.ix.applyTo(b.g, batch)
-	if err != nil {
-		return err
-	}
-	old := b.g.reader
-	b.g.reader = r
-	return old.Close()
+	return b.ix.applyTo(b.g, batch)
 }
 
 // Rebuild fills a fresh generation with fill while the current one keeps

@@ -151,13 +151,14 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 				h.StartLine, _ = strconv.Atoi(string(value))
 			case fieldEnd:
 				h.EndLine, _ = strconv.Atoi(string(value))
-			case fieldCommit:
-				h.Version = string(value)
 			}
 			return true
 		}); err != nil {
 			return nil, err
 		}
+		// Chunks a new version left unchanged are not rewritten, so the
+		// version comes from the file's bookkeeping, not the chunk.
+		h.Version = ix.cur.files[h.Path].Version
 		h.Excerpt = ix.excerpt(chunkText, queryTerms)
 		res.Hits = append(res.Hits, h)
 	}
