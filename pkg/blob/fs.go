@@ -26,8 +26,9 @@ import (
 //	data/<key>   object content, byte for byte, so operators can cat, rsync or
 //	             back it up with ordinary tools
 //	meta/<key>   JSON sidecar: ETag, content type, and the identity (size,
-//	             mtime, inode) of the data file it was computed for
-//	.tmp/        in-flight writes, renamed into data/ or meta/ when complete
+//	             mtime, inode) of the data file it was computed for; written
+//	             in place (see writeMeta)
+//	.tmp/        in-flight writes, renamed into data/ when complete
 //
 // Content and sidecars live in separate trees so that no key can ever collide
 // with a sidecar or temp file name: FS needs no reserved key names beyond
@@ -230,16 +231,10 @@ func (s *FS) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 	}
 
 	rec := newMetaRecord(hex.EncodeToString(h.Sum(nil)), contentType, fi)
-	metaTmp := s.writeMetaTemp(rec) // "" if it failed: the sidecar is only a cache
-	defer func() {
-		if metaTmp != "" {
-			_ = s.root.Remove(metaTmp) // no-op after a successful rename
-		}
-	}()
 
 	// The lock keeps a concurrent Put of the same key from interleaving its
-	// data and sidecar renames with ours. Readers need no lock: the sidecar
-	// names the inode it describes, so a mismatched pair is detected.
+	// data rename and sidecar write with ours. Readers need no lock: the
+	// sidecar names the inode it describes, so a mismatched pair is detected.
 	mu := s.lock(key)
 	mu.Lock()
 	defer mu.Unlock()
@@ -247,9 +242,7 @@ func (s *FS) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 		return Info{}, fmt.Errorf("blob: put %q: %w", key, err)
 	}
 	published = true
-	if metaTmp != "" && s.publish(metaTmp, metaRel, false) == nil {
-		metaTmp = ""
-	}
+	s.writeMeta(metaRel, rec) // best effort: the sidecar is only a cache
 	return Info{
 		Key:         key,
 		Size:        n,
@@ -480,11 +473,7 @@ func (s *FS) repairMeta(key string, rec metaRecord) {
 	if err != nil || identityOf(fi) != rec.identity() {
 		return
 	}
-	if tmp := s.writeMetaTemp(rec); tmp != "" {
-		if s.publish(tmp, metaRel, false) != nil {
-			_ = s.root.Remove(tmp)
-		}
-	}
+	s.writeMeta(metaRel, rec)
 }
 
 // Delete implements Store.
@@ -703,26 +692,25 @@ func (s *FS) readMeta(key string) (metaRecord, bool) {
 	return m, true
 }
 
-// writeMetaTemp writes rec to a temp file and returns its name, or "" on
-// failure.
-func (s *FS) writeMetaTemp(rec metaRecord) string {
+// writeMeta writes the sidecar rec in place, best effort. No temp file and
+// rename: a sidecar is only a cache, checked against the data file's
+// identity and parsed strictly, so a torn or interleaved write is detected
+// and recomputed, and overwriting in place keeps the inode. Creating and
+// deleting an inode per Put is most of what a Put costs on ext4 without a
+// journal, which skips every recently deleted inode when it allocates one.
+func (s *FS) writeMeta(metaRel string, rec metaRecord) {
 	b, err := json.Marshal(rec)
+	if err != nil || s.mkdirParents(metaRel, false) != nil {
+		return
+	}
+	f, err := s.root.OpenFile(metaRel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
 	if err != nil {
-		return ""
+		return
 	}
-	name, f, err := s.createTemp()
-	if err != nil {
-		return ""
+	if _, err := f.Write(b); err != nil {
+		_ = f.Truncate(0) // rather no sidecar than a half-written one
 	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = s.root.Remove(name)
-		return ""
-	}
-	return name
+	_ = f.Close()
 }
 
 // ctxReader stops a long copy once ctx is cancelled.

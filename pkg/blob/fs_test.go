@@ -128,6 +128,17 @@ func TestFSSidecarSelfHeals(t *testing.T) {
 		{"sidecar garbage", func(t *testing.T, dir string) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "meta", "doc.md"), []byte("{not json"), 0o644))
 		}, "original", blob.DefaultContentType},
+		// Sidecars are written in place: a crash or two writers racing can
+		// leave one empty or with another write's tail after it.
+		{"sidecar emptied", func(t *testing.T, dir string) {
+			require.NoError(t, os.Truncate(filepath.Join(dir, "meta", "doc.md"), 0))
+		}, "original", blob.DefaultContentType},
+		{"sidecar with a tail of another write", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "meta", "doc.md")
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, append(b, `ype":"x"}`...), 0o644))
+		}, "original", blob.DefaultContentType},
 		{"same bytes, new inode (restored from backup)", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "data", "doc.md")
 			require.NoError(t, os.WriteFile(p+".new", []byte("original"), 0o644))
