@@ -14,11 +14,9 @@ package searchindex
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,25 +79,11 @@ type File struct {
 type fileMeta struct {
 	Chunks  int    `json:"chunks"`
 	Version string `json:"version"`
-	// Sums holds an 8-byte fingerprint of each chunk's indexed content, in
-	// chunk order. A new version of the file re-indexes only the chunks
-	// whose fingerprint changed: appending a fact to a 150-fact file is one
-	// new document, not 150. Indexes written before Sums existed have none,
-	// and their next update of a file re-indexes it whole.
-	Sums []byte `json:"sums,omitempty"`
-}
-
-// sumSize is the size of one chunk fingerprint in fileMeta.Sums.
-const sumSize = 8
-
-// sum returns chunk i's fingerprint from Sums, or false if there is none.
-func (fm fileMeta) sum(i int) ([sumSize]byte, bool) {
-	var out [sumSize]byte
-	if (i+1)*sumSize > len(fm.Sums) {
-		return out, false
-	}
-	copy(out[:], fm.Sums[i*sumSize:])
-	return out, true
+	// Sums holds an 8-byte fingerprint of each chunk, in chunk order, and
+	// Spans each chunk's line span (uvarints: lines since the previous
+	// chunk's end, then length); see chunkids.go.
+	Sums  []byte `json:"sums,omitempty"`
+	Spans []byte `json:"spans,omitempty"`
 }
 
 // State is where the index is.
@@ -298,35 +282,20 @@ func (ix *Index) Apply(ctx context.Context, b Batch) error {
 func (ix *Index) applyTo(g *generation, b Batch) error {
 	batch := index.NewBatch()
 	files := make(map[string]fileMeta, len(b.Upserts)+len(b.Deletes))
-	for _, path := range b.Deletes {
-		ix.deleteFile(batch, g, path)
-		files[path] = fileMeta{Chunks: -1}
-	}
 	for _, f := range b.Upserts {
-		old := g.files[f.Path]
-		// Chunk ids are path#0..n-1: updates replace the first n, and only
-		// the chunks past the new count are deleted, so no id is both
-		// deleted and updated in one batch.
-		for i := len(f.Chunks); i < old.Chunks; i++ {
-			batch.Delete(bluge.Identifier(chunkID(f.Path, i)))
-		}
-		sums := make([]byte, 0, len(f.Chunks)*sumSize)
-		for i, c := range f.Chunks {
-			sum := chunkSum(f, c)
-			sums = append(sums, sum[:]...)
-			if was, ok := old.sum(i); ok && was == sum {
-				continue // the same text, headings and span: nothing to redo
-			}
-			batch.Update(bluge.Identifier(chunkID(f.Path, i)), ix.chunkDoc(f, i, c))
-			ix.chunkWrites.Add(1)
-		}
-		fm := fileMeta{Chunks: len(f.Chunks), Version: f.Version, Sums: sums}
+		fm := ix.upsertFile(batch, g.files[f.Path], f)
 		meta, _ := json.Marshal(fm)
 		doc := bluge.NewDocument("file:" + f.Path).
 			AddField(bluge.NewKeywordField(fieldDocType, docFile).StoreValue()).
 			AddField(bluge.NewStoredOnlyField(fieldMeta, meta))
 		batch.Update(doc.ID(), doc)
 		files[f.Path] = fm
+	}
+	for _, path := range b.Deletes {
+		if _, upserted := files[path]; !upserted { // the upsert replaced its chunks
+			ix.deleteFile(batch, g, path)
+			files[path] = fileMeta{Chunks: -1}
+		}
 	}
 	next := g.state
 	switch {
@@ -336,14 +305,11 @@ func (ix *Index) applyTo(g *generation, b Batch) error {
 		next.Pass = b.Pass
 	}
 	next.IndexedAt = time.Now().UTC()
-	next.Documents, next.Chunks = 0, 0
-	for path, fm := range g.files {
-		if _, changed := files[path]; !changed {
-			next.Documents++
-			next.Chunks += fm.Chunks
+	for path, fm := range files {
+		if old, ok := g.files[path]; ok {
+			next.Documents--
+			next.Chunks -= old.Chunks
 		}
-	}
-	for _, fm := range files {
 		if fm.Chunks >= 0 {
 			next.Documents++
 			next.Chunks += fm.Chunks
@@ -385,55 +351,27 @@ func (ix *Index) deleteFile(batch *index.Batch, g *generation, path string) {
 	if !ok {
 		return
 	}
-	for i := range fm.Chunks {
-		batch.Delete(bluge.Identifier(chunkID(path, i)))
+	for _, id := range fm.ids(path) {
+		batch.Delete(bluge.Identifier(id))
 	}
 	batch.Delete(bluge.Identifier("file:" + path))
 }
 
-func chunkID(path string, i int) string { return path + "#" + strconv.Itoa(i) }
-
-func (ix *Index) chunkDoc(f File, i int, c chunker.Chunk) *bluge.Document {
+func (ix *Index) chunkDoc(id string, f File, c chunker.Chunk) *bluge.Document {
 	body := c.Text
 	if len(c.Headings) > 0 {
 		// Headings give a bullet its context (the section it is in, the
 		// document title), as Anserini indexes title and text together.
 		body = strings.Join(c.Headings, "\n") + "\n" + c.Text
 	}
-	return bluge.NewDocument(chunkID(f.Path, i)).
+	return bluge.NewDocument(id).
 		AddField(bluge.NewKeywordField(fieldDocType, docChunk)).
 		AddField(bluge.NewTextField(fieldBody, body).WithAnalyzer(ix.analyzer).SearchTermPositions()).
 		AddField(bluge.NewStoredOnlyField(fieldText, []byte(c.Text))).
 		AddField(bluge.NewKeywordField(fieldPath, f.Path).StoreValue()).
 		AddField(bluge.NewKeywordField(fieldAgent, f.AgentID).StoreValue()).
 		AddField(bluge.NewKeywordField(fieldLayer, strconv.Itoa(f.Layer)).StoreValue()).
-		AddField(bluge.NewKeywordField(fieldKind, f.Kind).StoreValue()).
-		AddField(bluge.NewStoredOnlyField(fieldStart, []byte(strconv.Itoa(c.StartLine)))).
-		AddField(bluge.NewStoredOnlyField(fieldEnd, []byte(strconv.Itoa(c.EndLine))))
-}
-
-// chunkSum fingerprints everything chunkDoc indexes or stores except the
-// file's version, which searches take from the file's bookkeeping.
-func chunkSum(f File, c chunker.Chunk) [sumSize]byte {
-	h := fnv.New64a()
-	field := func(s string) {
-		var n [binary.MaxVarintLen64]byte
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		h.Write([]byte(s))
-	}
-	field(f.AgentID)
-	field(strconv.Itoa(f.Layer))
-	field(f.Kind)
-	field(strconv.Itoa(len(c.Headings)))
-	for _, hd := range c.Headings {
-		field(hd)
-	}
-	field(c.Text)
-	field(strconv.Itoa(c.StartLine))
-	field(strconv.Itoa(c.EndLine))
-	var out [sumSize]byte
-	binary.BigEndian.PutUint64(out[:], h.Sum64())
-	return out
+		AddField(bluge.NewKeywordField(fieldKind, f.Kind).StoreValue())
 }
 
 // Files returns the indexed paths with the version each was indexed at.

@@ -2,16 +2,19 @@ package searchindex
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/blugelabs/bluge"
+	"github.com/blugelabs/bluge/index"
 	"github.com/stretchr/testify/require"
 
 	"github.com/garden-bloom/memory/pkg/chunker"
@@ -257,6 +260,20 @@ func TestUpdatesRewriteOnlyChangedChunks(t *testing.T) {
 	require.NotEmpty(t, res.Hits)
 	require.Equal(t, "c1", res.Hits[0].Version, "an unchanged chunk reports the file's new version")
 
+	// A bullet put first or in the middle shifts every later span but
+	// changes no other chunk.
+	for _, at := range []int{3, 20} {
+		before = ix.chunkWrites.Load()
+		lines = slices.Insert(lines, at, fmt.Sprintf("- storage fact inserted at line %d", at+1))
+		require.NoError(t, ix.Apply(ctx, Batch{Commit: "c2", Upserts: []File{file(path, "cur", 1, "facts", "c2", doc())}}))
+		require.Equal(t, int64(1), ix.chunkWrites.Load()-before)
+	}
+	res, err = ix.Search(ctx, Query{Text: "\"storage fact 30\"", AgentID: "cur"})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Hits)
+	require.Equal(t, "- storage fact 30 about buckets", lines[res.Hits[0].StartLine-1], "spans follow the shifted lines")
+	require.Equal(t, res.Hits[0].StartLine, res.Hits[0].EndLine)
+
 	r := rand.New(rand.NewPCG(7, 9))
 	for step := range 60 {
 		switch op := r.IntN(5); {
@@ -268,9 +285,12 @@ func TestUpdatesRewriteOnlyChangedChunks(t *testing.T) {
 			lines = slices.Insert(lines, i, fmt.Sprintf("- inserted fact %d", step))
 		case op == 2: // a new section
 			lines = append(lines, "", fmt.Sprintf("## Section %d", step), fmt.Sprintf("- fact under section %d", step))
-		case op == 3 && len(lines) > 4: // edit a line in place
+		case op == 3 && len(lines) > 4: // edit a line in place, or repeat one
 			i := 3 + r.IntN(len(lines)-3)
 			lines[i] = fmt.Sprintf("- edited fact %d", step)
+			if step%2 == 0 {
+				lines[i] = lines[3+r.IntN(len(lines)-3)]
+			}
 		default:
 			lines = append(lines, fmt.Sprintf("- appended fact %d", step))
 		}
@@ -281,9 +301,32 @@ func TestUpdatesRewriteOnlyChangedChunks(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, fresh.Apply(ctx, Batch{Commit: version, Upserts: []File{file(path, "cur", 1, "facts", version, doc())}}))
 		require.Equal(t, storedChunks(t, fresh), storedChunks(t, ix), "step %d", step)
+		require.Equal(t, fresh.cur.files, ix.cur.files, "step %d: fingerprints and spans", step)
 		require.Equal(t, fresh.State().Chunks, ix.State().Chunks)
+		require.Equal(t, fresh.State().Documents, ix.State().Documents)
 		require.NoError(t, fresh.Close())
 	}
+
+	// Repeated chunks are documents of their own.
+	lines = append(lines, "- a repeated fact", "- a repeated fact")
+	require.NoError(t, ix.Apply(ctx, Batch{Commit: "dup", Upserts: []File{file(path, "cur", 1, "facts", "dup", doc())}}))
+	repeats := 0
+	for _, fields := range storedChunks(t, ix) {
+		if fields[fieldText] == "- a repeated fact" {
+			repeats++
+		}
+	}
+	require.GreaterOrEqual(t, repeats, 2)
+
+	// A path both deleted and upserted in one batch ends up upserted, and
+	// deleting it removes every chunk.
+	require.NoError(t, ix.Apply(ctx, Batch{Commit: "both", Upserts: []File{file(path, "cur", 1, "facts", "both", doc())}, Deletes: []string{path}}))
+	require.Len(t, storedChunks(t, ix), ix.State().Chunks)
+	require.Equal(t, 1, ix.State().Documents)
+	require.NoError(t, ix.Apply(ctx, Batch{Commit: "gone", Deletes: []string{path}}))
+	require.Empty(t, storedChunks(t, ix))
+	require.Equal(t, State{LastCommit: "gone"}, State{LastCommit: ix.State().LastCommit, Documents: ix.State().Documents, Chunks: ix.State().Chunks})
+	require.NoError(t, ix.Apply(ctx, Batch{Commit: "back", Upserts: []File{file(path, "cur", 1, "facts", "back", doc())}}))
 
 	// After a restart the fingerprints are read back, so an append is
 	// still one chunk.
@@ -295,4 +338,52 @@ func TestUpdatesRewriteOnlyChangedChunks(t *testing.T) {
 	lines = append(lines, "- appended after the restart")
 	require.NoError(t, ix.Apply(ctx, Batch{Commit: "last", Upserts: []File{file(path, "cur", 1, "facts", "last", doc())}}))
 	require.Equal(t, int64(1), ix.chunkWrites.Load()-before)
+}
+
+// An index written before content ids named chunks by position and kept
+// spans in them; it still answers, and a file's next version replaces its
+// chunks as a fresh index would have them.
+func TestPositionalChunksAreReplaced(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ix, err := Open(dir)
+	require.NoError(t, err)
+	const path = "memory/cur/facts.md"
+	md := "# Facts: cur\n\n## Storage\n- MinIO bucket mcpstorage has versioning enabled\n- Backups run nightly\n"
+	f := file(path, "cur", 1, "facts", "c1", md)
+	batch := index.NewBatch()
+	for i, c := range f.Chunks { // as chunkDoc wrote them before content ids
+		doc := ix.chunkDoc(path+"#"+strconv.Itoa(i), f, c).
+			AddField(bluge.NewStoredOnlyField(fieldStart, []byte(strconv.Itoa(c.StartLine)))).
+			AddField(bluge.NewStoredOnlyField(fieldEnd, []byte(strconv.Itoa(c.EndLine)))).
+			AddField(bluge.NewStoredOnlyField("commit", []byte("c1")))
+		batch.Update(doc.ID(), doc)
+	}
+	meta, err := json.Marshal(map[string]any{"chunks": len(f.Chunks), "version": "c1"})
+	require.NoError(t, err)
+	fileDoc := bluge.NewDocument("file:" + path).
+		AddField(bluge.NewKeywordField(fieldDocType, docFile).StoreValue()).
+		AddField(bluge.NewStoredOnlyField(fieldMeta, meta))
+	batch.Update(fileDoc.ID(), fileDoc)
+	require.NoError(t, ix.cur.writer.Batch(batch))
+	require.NoError(t, ix.Close())
+
+	ix, err = Open(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ix.Close() })
+	require.True(t, ix.cur.files[path].positional())
+	res, err := ix.Search(ctx, Query{Text: "backups nightly"})
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 1)
+	require.Equal(t, []int{5, 5}, []int{res.Hits[0].StartLine, res.Hits[0].EndLine})
+	require.Equal(t, "c1", res.Hits[0].Version)
+
+	next := file(path, "cur", 1, "facts", "c2", md+"- Restores are tested monthly\n")
+	require.NoError(t, ix.Apply(ctx, Batch{Commit: "c2", Upserts: []File{next}}))
+	fresh, err := Open(t.TempDir())
+	require.NoError(t, err)
+	defer fresh.Close()
+	require.NoError(t, fresh.Apply(ctx, Batch{Commit: "c2", Upserts: []File{next}}))
+	require.Equal(t, storedChunks(t, fresh), storedChunks(t, ix))
+	require.Equal(t, fresh.cur.files, ix.cur.files)
 }

@@ -134,9 +134,11 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 			return nil, err
 		}
 		h := Hit{Score: m.Score}
-		var chunkText string
+		var chunkText, id string
 		if err := m.VisitStoredFields(func(field string, value []byte) bool {
 			switch field {
+			case "_id":
+				id = string(value)
 			case fieldText:
 				chunkText = string(value)
 			case fieldPath:
@@ -147,7 +149,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 				h.Layer, _ = strconv.Atoi(string(value))
 			case fieldKind:
 				h.Kind = string(value)
-			case fieldStart:
+			case fieldStart: // positional chunks only (chunkids.go)
 				h.StartLine, _ = strconv.Atoi(string(value))
 			case fieldEnd:
 				h.EndLine, _ = strconv.Atoi(string(value))
@@ -157,8 +159,12 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 			return nil, err
 		}
 		// Chunks a new version left unchanged are not rewritten, so the
-		// version comes from the file's bookkeeping, not the chunk.
-		h.Version = ix.cur.files[h.Path].Version
+		// version and span come from the file's bookkeeping.
+		fm := ix.cur.files[h.Path]
+		h.Version = fm.Version
+		if start, end, ok := fm.span(h.Path, id); ok {
+			h.StartLine, h.EndLine = start, end
+		}
 		h.Excerpt = ix.excerpt(chunkText, queryTerms)
 		res.Hits = append(res.Hits, h)
 	}
