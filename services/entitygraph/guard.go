@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
@@ -84,32 +85,84 @@ func (h *handler) CheckProposal(ctx context.Context, req *memoryv1.CheckProposal
 	return resp, nil
 }
 
-// knownFacts maps the agent's facts at head, normalised, to their text —
-// read only when an update appends facts, and before taking the graph's
-// lock, which commits being applied wait on.
+// knownFacts maps each fact an update appends (normalised) that repeats one
+// of the agent's facts at head to that fact's text. It reads facts.md only
+// when an update appends facts, and before taking the graph's lock, which
+// commits being applied wait on.
 func (h *handler) knownFacts(ctx context.Context, agent string, updates []*memoryv1.FileUpdate) map[string]string {
-	known := map[string]string{}
-	appends := false
+	appended := map[string]bool{}
 	for _, u := range updates {
-		appends = appends || (u.GetFile() == memlayout.FactsFile && u.GetOperation() == memoryv1.Operation_OPERATION_APPEND)
+		if u.GetFile() != memlayout.FactsFile || u.GetOperation() != memoryv1.Operation_OPERATION_APPEND {
+			continue
+		}
+		for _, line := range strings.Split(u.GetContent(), "\n") {
+			if strings.TrimSpace(line) != "" {
+				appended[normalizeFact(line)] = true
+			}
+		}
 	}
-	if !appends {
-		return known
+	if len(appended) == 0 {
+		return nil
 	}
 	repo, err := h.svc.repo.Get()
 	if err != nil {
-		return known
+		return nil
 	}
 	head, err := repo.Head(ctx)
 	if err != nil {
-		return known
+		return nil
 	}
 	data, err := repo.ReadFile(ctx, head, memlayout.AgentDir(agent)+memlayout.FactsFile)
 	if err != nil {
-		return known
+		return nil
 	}
+	known := map[string]string{}
 	for _, f := range mdops.ParseFacts(string(data)) {
-		known[normalizeFact(f.Text)] = f.Text
+		for norm := range appended {
+			if sameFact(f.Text, norm) {
+				known[norm] = f.Text
+			}
+		}
 	}
 	return known
+}
+
+// sameFact reports whether normalizeFact(text) == norm without building the
+// normalised text: a guard check compares the appended facts with every
+// fact the agent has, and nearly all differ within a few bytes.
+func sameFact(text, norm string) bool {
+	i := 0
+	for word := range strings.FieldsSeq(strings.TrimPrefix(strings.TrimSpace(text), "- ")) {
+		if i > 0 {
+			if i >= len(norm) || norm[i] != ' ' {
+				return false
+			}
+			i++
+		}
+		n, ok := matchLower(word, norm[i:])
+		if !ok {
+			return false
+		}
+		i += n
+	}
+	return i == len(norm)
+}
+
+// matchLower reports whether strings.ToLower(word) is a prefix of s, and
+// its length.
+func matchLower(word, s string) (int, bool) {
+	for j := 0; j < len(word); j++ {
+		c := word[j]
+		if c >= utf8.RuneSelf { // not ASCII: compare the way ToLower would
+			lower := strings.ToLower(word)
+			return len(lower), strings.HasPrefix(s, lower)
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if j >= len(s) || s[j] != c {
+			return 0, false
+		}
+	}
+	return len(word), true
 }
