@@ -94,7 +94,7 @@ func BenchmarkReadFile(b *testing.B) {
 // BenchmarkCommit is the cost of the disk round trips (fsyncs).
 func BenchmarkCommitBuild(b *testing.B) {
 	r := newTestRepo(b)
-	seedAgents(b, r, 100)
+	seedAgents(b, r, 1000) // membench perf's default N
 	parent, err := r.commitObject(head(b, r))
 	require.NoError(b, err)
 	body := strings.Repeat("- a durable fact the agent relies on\n", 50)
@@ -105,7 +105,7 @@ func BenchmarkCommitBuild(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := tb.put(fmt.Sprintf("memory/agent-%d/facts.md", i%100), []byte(fmt.Sprintf("# Facts %d\n%s", i, body))); err != nil {
+		if err := tb.put(fmt.Sprintf("memory/agent-%d/facts.md", i%1000), []byte(fmt.Sprintf("# Facts %d\n%s", i, body))); err != nil {
 			b.Fatal(err)
 		}
 		root, err := tb.build()

@@ -1,11 +1,12 @@
 package memrepo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -287,10 +288,13 @@ func (r *Repo) publish(ctx context.Context, parent plumbing.Hash, objs *objectSe
 type objectSet struct {
 	list   []*plumbing.MemoryObject
 	byHash map[plumbing.Hash]*plumbing.MemoryObject
+	// trees holds the entries of the trees built so far (read-only), so the
+	// next commit of the chain need not decode them again.
+	trees map[plumbing.Hash][]object.TreeEntry
 }
 
 func newObjectSet() *objectSet {
-	return &objectSet{byHash: map[plumbing.Hash]*plumbing.MemoryObject{}}
+	return &objectSet{byHash: map[plumbing.Hash]*plumbing.MemoryObject{}, trees: map[plumbing.Hash][]object.TreeEntry{}}
 }
 
 // add queues a new object (once per hash) and returns its hash.
@@ -377,13 +381,9 @@ func newTreeBuilder(store *objectStore, objects *objectSet, root plumbing.Hash) 
 }
 
 func (b *treeBuilder) load(h plumbing.Hash) (*treeNode, error) {
-	if p, ok := b.objects.byHash[h]; ok && p.Type() == plumbing.TreeObject {
+	if entries, ok := b.objects.trees[h]; ok {
 		// Built earlier in this chain, not in the store yet.
-		var t object.Tree
-		if err := t.Decode(p); err != nil { // decodes into fresh slices: ours to modify
-			return nil, fmt.Errorf("memrepo: decode tree %s: %w", h, err)
-		}
-		return &treeNode{orig: h, entries: t.Entries}, nil
+		return &treeNode{orig: h, entries: slices.Clone(entries)}, nil
 	}
 	t, err := b.store.tree(h) // shared, decoded once: copy before modifying
 	if err != nil {
@@ -525,15 +525,67 @@ func (b *treeBuilder) encode(n *treeNode, isRoot bool) (plumbing.Hash, bool, err
 	if len(n.entries) == 0 && !isRoot {
 		return plumbing.ZeroHash, true, nil
 	}
-	// Git orders entries by name with directories compared as "name/";
-	// go-git's sorter implements exactly that.
-	sort.Sort(object.TreeEntrySorter(n.entries))
-	o := &plumbing.MemoryObject{}
-	if err := (&object.Tree{Entries: n.entries}).Encode(o); err != nil {
-		return plumbing.ZeroHash, false, fmt.Errorf("memrepo: encode tree: %w", err)
+	if !slices.IsSortedFunc(n.entries, compareTreeEntries) { // only new entries are out of place
+		slices.SortFunc(n.entries, compareTreeEntries)
+	}
+	o, err := encodeTree(n.entries)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
 	}
 	if o.Hash() == n.orig {
 		return n.orig, false, nil // unchanged: nothing to write
 	}
-	return b.add(o), false, nil
+	h := b.add(o)
+	b.objects.trees[h] = n.entries // the node is done with them
+	return h, false, nil
+}
+
+// compareTreeEntries orders tree entries as git does: by name, with a
+// directory compared as if its name ended in "/". It is go-git's
+// TreeEntrySorter without building "name/" strings for every comparison.
+func compareTreeEntries(a, b object.TreeEntry) int {
+	n := min(len(a.Name), len(b.Name))
+	if c := strings.Compare(a.Name[:n], b.Name[:n]); c != 0 {
+		return c
+	}
+	return cmp.Compare(entryByteAt(a, n), entryByteAt(b, n))
+}
+
+// entryByteAt is the byte at i of e's name as git sorts it ("/" after a
+// directory's name), or -1 past its end.
+func entryByteAt(e object.TreeEntry, i int) int {
+	switch {
+	case i < len(e.Name):
+		return int(e.Name[i])
+	case i == len(e.Name) && e.Mode == filemode.Dir:
+		return '/'
+	}
+	return -1
+}
+
+// encodeTree encodes sorted entries as a git tree object: "<octal mode>
+// <name>\0<hash>" each, as go-git's Tree.Encode writes them, without its
+// formatted print per entry.
+func encodeTree(entries []object.TreeEntry) (*plumbing.MemoryObject, error) {
+	size := 0
+	for _, e := range entries {
+		size += len(e.Name) + 8 + len(e.Hash)
+	}
+	buf := make([]byte, 0, size)
+	for _, e := range entries {
+		if strings.IndexByte(e.Name, 0) >= 0 {
+			return nil, fmt.Errorf("memrepo: encode tree: malformed file name %q", e.Name)
+		}
+		buf = strconv.AppendUint(buf, uint64(e.Mode), 8)
+		buf = append(buf, ' ')
+		buf = append(buf, e.Name...)
+		buf = append(buf, 0)
+		buf = append(buf, e.Hash[:]...)
+	}
+	o := &plumbing.MemoryObject{}
+	o.SetType(plumbing.TreeObject)
+	if _, err := o.Write(buf); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
