@@ -311,13 +311,19 @@ func (s *FS) mkdirParents(rel string, durable bool) error {
 			return err
 		}
 		if err := s.root.Mkdir(cur, dirPerm); err != nil {
-			if errors.Is(err, fs.ErrExist) { // created concurrently
-				if fi, err := s.root.Lstat(cur); err == nil && fi.IsDir() {
-					continue
-				}
+			if !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			// Created concurrently, and perhaps pruned again by a Delete
+			// since: that is ErrNotExist, which publish retries.
+			fi, err := s.root.Lstat(cur)
+			switch {
+			case err != nil:
+				return err
+			case !fi.IsDir():
 				return fmt.Errorf("%w: %q is an object, so it cannot also be a key prefix", ErrKeyConflict, s.keyOf(cur))
 			}
-			return err
+			continue
 		}
 		if durable {
 			if err := s.syncDir(parent); err != nil {
