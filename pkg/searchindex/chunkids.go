@@ -133,14 +133,15 @@ func (fm fileMeta) span(path, id string) (start, end int, ok bool) {
 // returns f's new bookkeeping. No id is both deleted and updated.
 func (ix *Index) upsertFile(batch *index.Batch, old fileMeta, f File) fileMeta {
 	fm := newFileMeta(f)
-	newIDs := fm.ids(f.Path)
-	var kept map[string]bool
+	oldIDs := old.ids(f.Path)
+	var kept map[string]bool // positional chunks are never kept
 	if !old.positional() {
-		kept = make(map[string]bool, old.Chunks)
-		for _, id := range old.ids(f.Path) {
+		kept = make(map[string]bool, len(oldIDs))
+		for _, id := range oldIDs {
 			kept[id] = true
 		}
 	}
+	newIDs := fm.ids(f.Path)
 	wanted := make(map[string]bool, len(newIDs))
 	for i, id := range newIDs {
 		wanted[id] = true
@@ -150,7 +151,7 @@ func (ix *Index) upsertFile(batch *index.Batch, old fileMeta, f File) fileMeta {
 		batch.Update(bluge.Identifier(id), ix.chunkDoc(id, f, f.Chunks[i]))
 		ix.chunkWrites.Add(1)
 	}
-	for _, id := range old.ids(f.Path) {
+	for _, id := range oldIDs {
 		if !wanted[id] {
 			batch.Delete(bluge.Identifier(id))
 		}
