@@ -2,7 +2,6 @@ package memrepo
 
 import (
 	"bytes"
-	"compress/zlib"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/klauspost/compress/zlib"
 
 	"github.com/garden-bloom/memory/pkg/lru"
 )
@@ -402,7 +402,10 @@ func createTemp(dir, prefix string, mode os.FileMode) (string, *os.File, error) 
 
 // zlibPool recycles compressors; zlib.NewWriterLevel allocates ~256 KiB.
 // BestSpeed, like git's loose objects: every new object is compressed once
-// on the commit path, and `git gc` recompresses when it repacks.
+// on the commit path, and `git gc` recompresses when it repacks. The
+// klauspost/compress encoder (already in the build through minio-go) writes
+// the same standard zlib streams as compress/zlib, 1.3–1.9× faster and a
+// little smaller (BenchmarkEncodeEntry); reading stays with go-git.
 var zlibPool = sync.Pool{New: func() any {
 	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
 	return w

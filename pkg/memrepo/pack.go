@@ -3,7 +3,6 @@ package memrepo
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/klauspost/compress/zlib"
 )
 
 // New objects are written as packs, not as loose objects: one pack (plus its
