@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -154,6 +155,12 @@ func New(opts Options) *Server {
 		)),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
+		// Reused goroutines keep the stacks they grew: a new goroutine per
+		// RPC grew its stack through the interceptors and the JSON log on
+		// every call, 8 % of a cached ReadMemory's CPU. When every worker is
+		// busy (long WatchCommits streams hold one each), grpc-go starts a
+		// goroutine as before.
+		grpc.NumStreamWorkers(streamWorkers()),
 		grpc.MaxRecvMsgSize(opts.MaxRecvMsgBytes),
 		grpc.MaxSendMsgSize(opts.MaxSendMsgBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
@@ -290,3 +297,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 func durationAttr(start time.Time) slog.Attr {
 	return slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
 }
+
+// streamWorkers is how many goroutines serve RPCs: enough for every core to
+// have a few calls in flight while others wait on I/O.
+func streamWorkers() uint32 { return uint32(max(8, 4*runtime.GOMAXPROCS(0))) }
