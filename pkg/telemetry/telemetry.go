@@ -117,11 +117,19 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		return nil, fmt.Errorf("telemetry: register process collector: %w", err)
 	}
 
+	// ParentBased keeps the caller's sampling decision so a trace is either
+	// complete across read and write planes or absent. Without an exporter
+	// nothing would receive this process's spans, so the traces it starts
+	// are not sampled: the spans still carry trace ids for the logs, but
+	// record nothing (recording was ~5 % of a cached read's CPU), and the
+	// services it calls do not record the rest of a trace whose root is lost.
+	root := sdktrace.NeverSample()
+	if endpoint != "" {
+		root = sdktrace.AlwaysSample()
+	}
 	tpOpts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
-		// ParentBased keeps the caller's sampling decision so a trace is
-		// either complete across read and write planes or absent.
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
+		sdktrace.WithSampler(sdktrace.ParentBased(root)),
 	}
 	promExp, err := otelprom.New(otelprom.WithRegisterer(t.registry))
 	if err != nil {

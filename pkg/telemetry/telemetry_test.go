@@ -79,7 +79,10 @@ func TestSetupWithoutOTLPStillMintsTraceIDs(t *testing.T) {
 	_, span := tel.TracerProvider().Tracer("t").Start(context.Background(), "op")
 	defer span.End()
 	assert.True(t, span.SpanContext().IsValid())
-	assert.True(t, span.SpanContext().IsSampled())
+	// Nothing would receive it: not sampled, so it records nothing and
+	// services called with it do not record a trace without its root.
+	assert.False(t, span.SpanContext().IsSampled())
+	assert.False(t, span.IsRecording())
 
 	// The propagator round-trips the span through W3C headers.
 	carrier := http.Header{}
