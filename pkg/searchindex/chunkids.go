@@ -1,9 +1,9 @@
 package searchindex
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"hash/fnv"
 	"strconv"
 	"strings"
 
@@ -29,9 +29,11 @@ import (
 // sumSize is the size of one chunk fingerprint in fileMeta.Sums.
 const sumSize = 8
 
-// chunkSum fingerprints what chunkDoc indexes and stores.
+// chunkSum fingerprints what chunkDoc indexes and stores. SHA-256 rather
+// than a cheaper non-cryptographic hash: agents write this text, and a
+// crafted collision would keep a changed chunk's old text in the index.
 func chunkSum(f File, c chunker.Chunk) [sumSize]byte {
-	h := fnv.New64a()
+	h := sha256.New()
 	field := func(s string) {
 		var n [binary.MaxVarintLen64]byte
 		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
@@ -46,7 +48,7 @@ func chunkSum(f File, c chunker.Chunk) [sumSize]byte {
 	}
 	field(c.Text)
 	var out [sumSize]byte
-	binary.BigEndian.PutUint64(out[:], h.Sum64())
+	copy(out[:], h.Sum(nil))
 	return out
 }
 
