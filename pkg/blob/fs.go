@@ -706,10 +706,18 @@ func (s *FS) readMeta(key string) (metaRecord, bool) {
 // journal, which skips every recently deleted inode when it allocates one.
 func (s *FS) writeMeta(metaRel string, rec metaRecord) {
 	b, err := json.Marshal(rec)
-	if err != nil || s.mkdirParents(metaRel, false) != nil {
+	if err != nil {
 		return
 	}
-	f, err := s.root.OpenFile(metaRel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+	open := func() (*os.File, error) {
+		return s.root.OpenFile(metaRel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+	}
+	// The parents almost always exist (the key was written before, or
+	// another key shares them): create them only when the open says so.
+	f, err := open()
+	if errors.Is(err, fs.ErrNotExist) && s.mkdirParents(metaRel, false) == nil {
+		f, err = open()
+	}
 	if err != nil {
 		return
 	}
