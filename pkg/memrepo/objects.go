@@ -19,7 +19,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/klauspost/compress/zlib"
@@ -228,12 +227,8 @@ func (s *objectStore) readPacked(packs []*packIndex, h plumbing.Hash) (plumbing.
 		if err != nil {
 			return nil, err
 		}
-		// A nil filesystem makes go-git return fully materialised
-		// MemoryObjects instead of FSObjects that re-open the pack later
-		// (which may be gone by then).
-		pf := packfile.NewPackfileWithCache(p.idx, nil, billyFile{f}, s.cache, 0)
-		o, err := pf.GetByOffset(off)
-		_ = pf.Close()
+		o, err := s.readEntry(packFile{idx: p, file: f}, h, off, 0)
+		_ = f.Close()
 		if err != nil {
 			return nil, err
 		}
@@ -241,13 +236,6 @@ func (s *objectStore) readPacked(packs []*packIndex, h plumbing.Hash) (plumbing.
 	}
 	return nil, plumbing.ErrObjectNotFound
 }
-
-// billyFile adapts *os.File to billy.File (go-git's packfile reader wants
-// Lock/Unlock, which it never calls for reading).
-type billyFile struct{ *os.File }
-
-func (billyFile) Lock() error   { return nil }
-func (billyFile) Unlock() error { return nil }
 
 // packList returns the current pack indexes, loading them on first use and
 // rescanning objects/pack when rescan is set. Indexes already loaded are

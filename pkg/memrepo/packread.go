@@ -1,0 +1,346 @@
+package memrepo
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/klauspost/compress/zlib"
+)
+
+// Pack entries are read here rather than through go-git's packfile reader,
+// which the read plane spent a quarter of its CPU in while following the
+// write plane (issue #9 profile): go-git inflates with compress/zlib (about
+// half the speed of klauspost/compress on memory files), builds a scanner
+// per read, and hashes every object it returns although the index already
+// names it. Here an entry is one pread of its header, an inflate into a
+// buffer of the size the header gives, and for deltas the base (from the
+// object cache when it is there) patched once.
+
+// packedObject is an object read from a pack: its hash is the one the pack
+// index gave, never recomputed, and its content is shared through the
+// object cache, so it is read-only.
+type packedObject struct {
+	h    plumbing.Hash
+	t    plumbing.ObjectType
+	cont []byte
+}
+
+var _ plumbing.EncodedObject = (*packedObject)(nil)
+
+func (o *packedObject) Hash() plumbing.Hash             { return o.h }
+func (o *packedObject) Type() plumbing.ObjectType       { return o.t }
+func (o *packedObject) Size() int64                     { return int64(len(o.cont)) }
+func (o *packedObject) SetType(plumbing.ObjectType)     { panic("memrepo: packed objects are read-only") }
+func (o *packedObject) SetSize(int64)                   { panic("memrepo: packed objects are read-only") }
+func (o *packedObject) Writer() (io.WriteCloser, error) { return nil, errReadOnlyStore }
+func (o *packedObject) Reader() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(o.cont)), nil
+}
+
+// errCorruptPack marks entries that cannot be what git wrote.
+var errCorruptPack = errors.New("corrupt pack entry")
+
+// maxDeltaChain bounds how many bases one read follows (git's own packs go
+// to 50 by default; 4095 is the most git allows), so a corrupt pack whose
+// REF_DELTAs form a cycle fails instead of recursing forever.
+const maxDeltaChain = 4096
+
+// Pack entry types beyond the object types (gitformat-pack(5)).
+const (
+	entryOfsDelta = 6
+	entryRefDelta = 7
+)
+
+// packFile is one open pack while an object is read from it.
+type packFile struct {
+	idx  *packIndex
+	file *os.File
+}
+
+// readEntry returns the object h stored at off.
+func (s *objectStore) readEntry(p packFile, h plumbing.Hash, off int64, depth int) (*packedObject, error) {
+	if depth > maxDeltaChain {
+		return nil, fmt.Errorf("%w: delta chain at %d longer than %d", errCorruptPack, off, maxDeltaChain)
+	}
+	// The longest header: 10 bytes of type and size, then a 20-byte base
+	// name (REF_DELTA) or at most 10 bytes of base offset (OFS_DELTA).
+	var hdr [32]byte
+	n, err := p.file.ReadAt(hdr[:], off)
+	if err != nil && (!errors.Is(err, io.EOF) || n == 0) {
+		return nil, err
+	}
+	b := hdr[:n]
+	typ, size, pos, err := entryHeader(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
+	}
+	var base *packedObject
+	switch typ {
+	case int(plumbing.CommitObject), int(plumbing.TreeObject), int(plumbing.BlobObject), int(plumbing.TagObject):
+	case entryOfsDelta:
+		back, k, err := baseDistance(b[pos:])
+		if err != nil || back >= off {
+			return nil, fmt.Errorf("%w at %d: bad base offset", errCorruptPack, off)
+		}
+		pos += k
+		if base, err = s.offsetBase(p, off-back, depth); err != nil {
+			return nil, err
+		}
+	case entryRefDelta:
+		if len(b) < pos+len(plumbing.ZeroHash) {
+			return nil, fmt.Errorf("%w at %d: short base name", errCorruptPack, off)
+		}
+		var bh plumbing.Hash
+		copy(bh[:], b[pos:])
+		pos += len(bh)
+		// Packs on disk are self-contained (git completes thin packs
+		// before keeping them), so the base is in this one.
+		boff, err := p.idx.idx.FindOffset(bh)
+		if err != nil {
+			return nil, fmt.Errorf("%w at %d: base %s not in %s", errCorruptPack, off, bh, p.idx.name)
+		}
+		if base, err = s.cachedBase(p, bh, boff, depth); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w at %d: type %d", errCorruptPack, off, typ)
+	}
+	data, err := inflateAt(p.file, off+int64(pos), size)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
+	}
+	if base == nil {
+		return &packedObject{h: h, t: plumbing.ObjectType(typ), cont: data}, nil
+	}
+	cont, err := patchDelta(base.cont, data)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
+	}
+	return &packedObject{h: h, t: base.t, cont: cont}, nil
+}
+
+// offsetBase returns the OFS_DELTA base at off, through the object cache.
+func (s *objectStore) offsetBase(p packFile, off int64, depth int) (*packedObject, error) {
+	bh, err := p.idx.idx.FindHash(off)
+	if err != nil {
+		return nil, fmt.Errorf("%w: no object starts at base offset %d of %s", errCorruptPack, off, p.idx.name)
+	}
+	return s.cachedBase(p, bh, off, depth)
+}
+
+// cachedBase returns delta base h (stored at off), from the object cache
+// when it is there, else read and cached: walking history resolves the
+// same bases again and again.
+func (s *objectStore) cachedBase(p packFile, h plumbing.Hash, off int64, depth int) (*packedObject, error) {
+	if o, ok := s.cache.Get(h); ok {
+		if po, ok := o.(*packedObject); ok {
+			return po, nil
+		}
+		// A loose copy of the same object: same content.
+		cont, err := readAll(o)
+		if err != nil {
+			return nil, err
+		}
+		return &packedObject{h: h, t: o.Type(), cont: cont}, nil
+	}
+	o, err := s.readEntry(p, h, off, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.Put(o)
+	return o, nil
+}
+
+func readAll(o plumbing.EncodedObject) ([]byte, error) {
+	r, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf := make([]byte, o.Size())
+	_, err = io.ReadFull(r, buf)
+	return buf, err
+}
+
+// entryHeader parses an entry's type and inflated size (3 type bits, then
+// the size 4 + 7n bits at a time, little end first) and returns how many
+// bytes they took.
+func entryHeader(b []byte) (typ int, size int64, n int, err error) {
+	if len(b) == 0 {
+		return 0, 0, 0, io.ErrUnexpectedEOF
+	}
+	c := b[0]
+	typ, size, n = int(c>>4)&7, int64(c&0x0f), 1
+	for shift := 4; c&0x80 != 0; shift += 7 {
+		if n >= len(b) || shift > 56 {
+			return 0, 0, 0, errors.New("bad size")
+		}
+		c = b[n]
+		n++
+		size |= int64(c&0x7f) << shift
+	}
+	return typ, size, n, nil
+}
+
+// baseDistance parses an OFS_DELTA's distance back to its base: big end
+// first, 7 bits a byte, each continuation adding one (so no value has two
+// encodings).
+func baseDistance(b []byte) (int64, int, error) {
+	if len(b) == 0 {
+		return 0, 0, io.ErrUnexpectedEOF
+	}
+	c := b[0]
+	d, n := int64(c&0x7f), 1
+	for c&0x80 != 0 {
+		if n >= len(b) || d > (1<<55) {
+			return 0, 0, errors.New("bad base offset")
+		}
+		c = b[n]
+		n++
+		d = (d+1)<<7 | int64(c&0x7f)
+	}
+	if d == 0 {
+		return 0, 0, errors.New("zero base offset")
+	}
+	return d, n, nil
+}
+
+// Readers for inflating, reused: a zlib reader holds ~40 KB of tables.
+var (
+	inflateBufs    = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+	inflateReaders sync.Pool // io.ReadCloser that is a zlib.Resetter
+)
+
+// maxEntrySize bounds what one entry may claim to inflate to, so a corrupt
+// header cannot make us allocate without bound. Memory files are KBs; git
+// itself stores objects far bigger, but not in a memory repository.
+const maxEntrySize = 1 << 30
+
+// inflateAt inflates the zlib stream at pos of f, which must hold exactly
+// size bytes (the stream's end and checksum are checked).
+func inflateAt(f *os.File, pos, size int64) ([]byte, error) {
+	if size < 0 || size > maxEntrySize {
+		return nil, fmt.Errorf("entry size %d out of range", size)
+	}
+	br := inflateBufs.Get().(*bufio.Reader)
+	defer inflateBufs.Put(br)
+	br.Reset(io.NewSectionReader(f, pos, 1<<62))
+	var zr io.ReadCloser
+	if r, ok := inflateReaders.Get().(io.ReadCloser); ok {
+		if err := r.(zlib.Resetter).Reset(br, nil); err != nil {
+			return nil, err
+		}
+		zr = r
+	} else {
+		r, err := zlib.NewReader(br)
+		if err != nil {
+			return nil, err
+		}
+		zr = r
+	}
+	defer inflateReaders.Put(zr)
+	out := make([]byte, size)
+	if _, err := io.ReadFull(zr, out); err != nil {
+		return nil, err
+	}
+	// Reading past the end checks the Adler-32 and that the stream is
+	// not longer than the header said.
+	var one [1]byte
+	if n, err := zr.Read(one[:]); n != 0 || !errors.Is(err, io.EOF) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = errors.New("data longer than its header says")
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// patchDelta applies a git delta (gitformat-pack(5), "Deltified
+// representation") to base: the base and result sizes, then instructions
+// that copy a range of the base or insert literal bytes.
+func patchDelta(base, delta []byte) ([]byte, error) {
+	srcSize, delta, err := deltaSize(delta)
+	if err != nil {
+		return nil, err
+	}
+	if srcSize != uint64(len(base)) {
+		return nil, fmt.Errorf("delta base size %d, base is %d", srcSize, len(base))
+	}
+	dstSize, delta, err := deltaSize(delta)
+	if err != nil {
+		return nil, err
+	}
+	if dstSize > maxEntrySize {
+		return nil, fmt.Errorf("delta result size %d out of range", dstSize)
+	}
+	out := make([]byte, 0, dstSize)
+	for len(delta) > 0 {
+		cmd := delta[0]
+		delta = delta[1:]
+		switch {
+		case cmd&0x80 != 0: // copy from the base
+			var off, n uint64
+			for i := range 4 {
+				if cmd&(1<<i) != 0 {
+					if len(delta) == 0 {
+						return nil, errors.New("truncated copy")
+					}
+					off |= uint64(delta[0]) << (8 * i)
+					delta = delta[1:]
+				}
+			}
+			for i := range 3 {
+				if cmd&(0x10<<i) != 0 {
+					if len(delta) == 0 {
+						return nil, errors.New("truncated copy")
+					}
+					n |= uint64(delta[0]) << (8 * i)
+					delta = delta[1:]
+				}
+			}
+			if n == 0 {
+				n = 0x10000
+			}
+			if off+n > uint64(len(base)) || uint64(len(out))+n > dstSize {
+				return nil, errors.New("copy out of range")
+			}
+			out = append(out, base[off:off+n]...)
+		case cmd != 0: // insert cmd literal bytes
+			n := int(cmd)
+			if n > len(delta) || uint64(len(out)+n) > dstSize {
+				return nil, errors.New("insert out of range")
+			}
+			out = append(out, delta[:n]...)
+			delta = delta[n:]
+		default:
+			return nil, errors.New("reserved delta instruction 0")
+		}
+	}
+	if uint64(len(out)) != dstSize {
+		return nil, fmt.Errorf("delta result is %d bytes, header says %d", len(out), dstSize)
+	}
+	return out, nil
+}
+
+// deltaSize parses one of a delta's two leading sizes (7 bits a byte,
+// little end first).
+func deltaSize(b []byte) (uint64, []byte, error) {
+	var v uint64
+	for shift := 0; ; shift += 7 {
+		if len(b) == 0 || shift > 63 {
+			return 0, nil, errors.New("bad delta size")
+		}
+		c := b[0]
+		b = b[1:]
+		v |= uint64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v, b, nil
+		}
+	}
+}
