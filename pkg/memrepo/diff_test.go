@@ -2,6 +2,7 @@ package memrepo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -82,5 +83,25 @@ func TestDiffCommitsMatchesGit(t *testing.T) {
 			got = nil
 		}
 		require.Equal(t, want, got, "%s..%s", a, b)
+
+		// DiffFiles lists the same paths, each with its blob in b, or
+		// none where b has no file (deleted, or a directory now).
+		files, err := r.DiffFiles(ctx, a, b)
+		require.NoError(t, err)
+		require.Len(t, files, len(got))
+		for i, f := range files {
+			require.Equal(t, got[i], f.Path)
+			content, err := r.ReadFile(ctx, b, f.Path)
+			if errors.Is(err, ErrFileNotFound) {
+				require.True(t, f.Deleted(), "%s in %s", f.Path, b)
+				continue
+			}
+			require.NoError(t, err)
+			blob, err := r.ReadBlob(ctx, f.Blob)
+			require.NoError(t, err)
+			require.Equal(t, content, blob, "%s in %s", f.Path, b)
+		}
 	}
+	_, err = r.ReadBlob(ctx, commits[0])
+	require.ErrorIs(t, err, ErrFileNotFound, "a commit is no blob")
 }

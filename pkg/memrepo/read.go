@@ -119,14 +119,8 @@ func (r *Repo) ReadFile(ctx context.Context, commit plumbing.Hash, path string) 
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: read blob %s (%s): %w", e.Hash, path, err)
 	}
-	rd, err := o.Reader()
+	buf, err := copyContent(o)
 	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	// A copy: the cached object must stay immutable.
-	buf := make([]byte, o.Size())
-	if _, err := io.ReadFull(rd, buf); err != nil {
 		return nil, fmt.Errorf("memrepo: read blob %s (%s): %w", e.Hash, path, err)
 	}
 	return buf, nil
@@ -229,14 +223,15 @@ func (r *Repo) ChangedFiles(ctx context.Context, h plumbing.Hash) ([]string, err
 }
 
 // diffTrees adds to set every file path that differs between trees a and b
-// (either may be zero, meaning empty).
+// (either may be zero, meaning empty), with its blob in b (zero: no file in
+// b).
 //
 // It walks the raw tree objects side by side (git keeps entries sorted)
 // instead of decoding them: memory/ holds one entry per agent and changes
 // with every commit, so at 10,000 agents decoding it into entries, names
 // and an index for each commit was most of the cost of listing a commit's
 // changes — the entity graph does that for every commit of history.
-func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash, set map[string]bool) error {
+func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash, set map[string]plumbing.Hash) error {
 	if a == b {
 		return nil
 	}
@@ -253,12 +248,23 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 		return err
 	}
 	defer putRaw(rb)
-	// all adds every file at or below entry e (one side of a change).
-	all := func(e rawEntry) error {
+	// all adds every file at or below entry e, of a's side (no file in b
+	// unless b's side says so) or of b's.
+	all := func(e rawEntry, inB bool) error {
 		if e.dir {
-			return r.diffTrees(ctx, prefix+string(e.name)+"/", plumbing.ZeroHash, e.hash, set)
+			sub := prefix + string(e.name) + "/"
+			if inB {
+				return r.diffTrees(ctx, sub, plumbing.ZeroHash, e.hash, set)
+			}
+			return r.diffTrees(ctx, sub, e.hash, plumbing.ZeroHash, set)
 		}
-		set[prefix+string(e.name)] = true
+		p := prefix + string(e.name)
+		switch _, seen := set[p]; {
+		case inB && isFileMode(e.mode):
+			set[p] = e.hash
+		case inB || !seen:
+			set[p] = plumbing.ZeroHash
+		}
 		return nil
 	}
 	ta, tb := rawEntries{b: raw(ra)}, rawEntries{b: raw(rb)}
@@ -282,15 +288,15 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 		}
 		switch {
 		case c < 0: // deleted on b's side
-			err = all(ea)
+			err = all(ea, false)
 		case c > 0: // added on b's side
-			err = all(eb)
+			err = all(eb, true)
 		case ea.hash == eb.hash && bytes.Equal(ea.mode, eb.mode):
 		case ea.dir && eb.dir:
 			err = r.diffTrees(ctx, prefix+string(eb.name)+"/", ea.hash, eb.hash, set)
 		default: // a file changed
-			if err = all(ea); err == nil {
-				err = all(eb)
+			if err = all(ea, false); err == nil {
+				err = all(eb, true)
 			}
 		}
 		if err != nil {

@@ -445,21 +445,21 @@ func (s *Service) commit(ctx context.Context, repo *memrepo.Repo, c *object.Comm
 		// would keep every commit's whole message alive with them.
 		out.EntityRefs, out.AgentID, out.ProposalID = u.EntityRefs, strings.Clone(u.AgentID), strings.Clone(u.ProposalID)
 	}
-	paths, err := repo.ChangedFiles(ctx, c.Hash)
+	changes, err := repo.ChangedFileBlobs(ctx, c.Hash)
 	if err != nil {
 		return out, err
 	}
-	for _, p := range paths {
-		data, err := repo.ReadFile(ctx, c.Hash, p)
-		switch {
-		case errors.Is(err, memrepo.ErrFileNotFound):
-			out.Files[p] = nil
-		case err != nil:
-			return out, err
-		default:
-			text := string(data)
-			out.Files[p] = &text
+	for _, ch := range changes {
+		if ch.Deleted() {
+			out.Files[ch.Path] = nil
+			continue
 		}
+		data, err := repo.ReadBlob(ctx, ch.Blob)
+		if err != nil {
+			return out, fmt.Errorf("read %s at %s: %w", ch.Path, c.Hash, err)
+		}
+		text := string(data)
+		out.Files[ch.Path] = &text
 	}
 	return out, nil
 }

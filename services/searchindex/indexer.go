@@ -82,7 +82,7 @@ type applier interface {
 // ones before record how far the pass got, and a pass resumed with after
 // set skips the paths up to it (they are indexed as of `to` already).
 func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to plumbing.Hash, after string) (int, error) {
-	paths, err := repo.DiffCommits(ctx, from, to)
+	changes, err := repo.DiffFiles(ctx, from, to)
 	if err != nil {
 		return 0, err
 	}
@@ -101,18 +101,19 @@ func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to
 		return nil
 	}
 	n := 0
-	for _, path := range paths {
+	for _, ch := range changes {
+		path := ch.Path
 		agent, f, ok := repoFile(path)
 		if !ok || path <= after {
 			continue
 		}
-		data, err := repo.ReadFile(ctx, to, path)
-		switch {
-		case errors.Is(err, memrepo.ErrFileNotFound):
+		if ch.Deleted() {
 			batch.Deletes = append(batch.Deletes, path)
-		case err != nil:
-			return n, fmt.Errorf("read %s: %w", path, err)
-		default:
+		} else {
+			data, err := repo.ReadBlob(ctx, ch.Blob)
+			if err != nil {
+				return n, fmt.Errorf("read %s: %w", path, err)
+			}
 			batch.Upserts = append(batch.Upserts, chunkFile(path, agent, f.Layer, string(f.Kind), to.String(), string(data)))
 		}
 		n++
