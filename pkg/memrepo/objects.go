@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,6 +70,51 @@ type objectStore struct {
 type packIndex struct {
 	name string // "pack-<sha>", without extension
 	idx  *idxfile.MemoryIndex
+
+	// The .pack, opened on first read and kept open until the pack leaves
+	// the list (an open per object read was most of a read's syscalls).
+	mu     sync.Mutex
+	file   *os.File
+	closed bool
+}
+
+// errPackReplaced is what reading a pack that left the list gives; it
+// wraps fs.ErrNotExist, so lookup rescans and finds the object elsewhere.
+var errPackReplaced = fmt.Errorf("%w: pack replaced", fs.ErrNotExist)
+
+// open returns the pack's file, opening it on first use.
+func (p *packIndex) open(dir string) (*os.File, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errPackReplaced
+	}
+	if p.file == nil {
+		f, err := os.Open(filepath.Join(dir, p.name+".pack"))
+		if err != nil {
+			return nil, err
+		}
+		p.file = f
+	}
+	return p.file, nil
+}
+
+// close closes the pack's file; reads under way fail with os.ErrClosed
+// (the runtime keeps the descriptor until they return).
+func (p *packIndex) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.file != nil {
+		_ = p.file.Close()
+		p.file = nil
+	}
+}
+
+func (p *packIndex) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
 }
 
 // objectCacheSize bounds the in-memory object cache. Memory files are small
@@ -223,16 +269,15 @@ func (s *objectStore) readPacked(packs []*packIndex, h plumbing.Hash) (plumbing.
 		if err != nil {
 			continue
 		}
-		f, err := os.Open(filepath.Join(s.packDir(), p.name+".pack"))
+		f, err := p.open(s.packDir())
 		if err != nil {
 			return nil, err
 		}
-		o, err := s.readEntry(packFile{idx: p, file: f}, h, off, 0)
-		_ = f.Close()
-		if err != nil {
-			return nil, err
+		o, err := s.readEntry(p, f, h, off, 0)
+		if err != nil && p.isClosed() {
+			return nil, errPackReplaced // a repack or compaction replaced it mid-read
 		}
-		return o, nil
+		return o, err
 	}
 	return nil, plumbing.ErrObjectNotFound
 }
@@ -280,9 +325,19 @@ func (s *objectStore) packList(rescan bool) ([]*packIndex, error) {
 		}
 		packs = append(packs, &packIndex{name: base, idx: idx})
 	}
+	closeDropped(s.packs, packs)
 	s.packs = packs // a new slice: earlier snapshots stay valid for readers
 	s.packsLoaded = true
 	return packs, nil
+}
+
+// closeDropped closes the files of the packs in old that are not in now.
+func closeDropped(old, now []*packIndex) {
+	for _, p := range old {
+		if !slices.Contains(now, p) {
+			p.close()
+		}
+	}
 }
 
 func loadPackIndex(path string) (*idxfile.MemoryIndex, error) {

@@ -168,6 +168,7 @@ func (s *objectStore) replacePacks(removed map[string]bool, added *packIndex) {
 			packs = append(packs, p)
 		}
 	}
+	closeDropped(s.packs, packs)
 	s.packs = packs
 }
 

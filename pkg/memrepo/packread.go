@@ -57,66 +57,40 @@ const (
 	entryRefDelta = 7
 )
 
-// packFile is one open pack while an object is read from it.
-type packFile struct {
-	idx  *packIndex
-	file *os.File
-}
-
-// readEntry returns the object h stored at off.
-func (s *objectStore) readEntry(p packFile, h plumbing.Hash, off int64, depth int) (*packedObject, error) {
+// readEntry returns the object h stored at off of pack p.
+func (s *objectStore) readEntry(p *packIndex, f *os.File, h plumbing.Hash, off int64, depth int) (*packedObject, error) {
 	if depth > maxDeltaChain {
 		return nil, fmt.Errorf("%w: delta chain at %d longer than %d", errCorruptPack, off, maxDeltaChain)
 	}
-	// The longest header: 10 bytes of type and size, then a 20-byte base
-	// name (REF_DELTA) or at most 10 bytes of base offset (OFS_DELTA).
-	var hdr [32]byte
-	n, err := p.file.ReadAt(hdr[:], off)
-	if err != nil && (!errors.Is(err, io.EOF) || n == 0) {
-		return nil, err
-	}
-	b := hdr[:n]
-	typ, size, pos, err := entryHeader(b)
+	typ, data, baseOff, baseHash, err := readRaw(f, off)
 	if err != nil {
-		return nil, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
+		return nil, err
 	}
 	var base *packedObject
 	switch typ {
 	case int(plumbing.CommitObject), int(plumbing.TreeObject), int(plumbing.BlobObject), int(plumbing.TagObject):
+		return &packedObject{h: h, t: plumbing.ObjectType(typ), cont: data}, nil
 	case entryOfsDelta:
-		back, k, err := baseDistance(b[pos:])
-		if err != nil || back >= off {
-			return nil, fmt.Errorf("%w at %d: bad base offset", errCorruptPack, off)
+		bh, err := p.idx.FindHash(baseOff)
+		if err != nil {
+			return nil, fmt.Errorf("%w: no object starts at base offset %d of %s", errCorruptPack, baseOff, p.name)
 		}
-		pos += k
-		if base, err = s.offsetBase(p, off-back, depth); err != nil {
+		base, err = s.cachedBase(p, f, bh, baseOff, depth)
+		if err != nil {
 			return nil, err
 		}
 	case entryRefDelta:
-		if len(b) < pos+len(plumbing.ZeroHash) {
-			return nil, fmt.Errorf("%w at %d: short base name", errCorruptPack, off)
-		}
-		var bh plumbing.Hash
-		copy(bh[:], b[pos:])
-		pos += len(bh)
 		// Packs on disk are self-contained (git completes thin packs
 		// before keeping them), so the base is in this one.
-		boff, err := p.idx.idx.FindOffset(bh)
+		boff, err := p.idx.FindOffset(baseHash)
 		if err != nil {
-			return nil, fmt.Errorf("%w at %d: base %s not in %s", errCorruptPack, off, bh, p.idx.name)
+			return nil, fmt.Errorf("%w at %d: base %s not in %s", errCorruptPack, off, baseHash, p.name)
 		}
-		if base, err = s.cachedBase(p, bh, boff, depth); err != nil {
+		if base, err = s.cachedBase(p, f, baseHash, boff, depth); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("%w at %d: type %d", errCorruptPack, off, typ)
-	}
-	data, err := inflateAt(p.file, off+int64(pos), size)
-	if err != nil {
-		return nil, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
-	}
-	if base == nil {
-		return &packedObject{h: h, t: plumbing.ObjectType(typ), cont: data}, nil
 	}
 	cont, err := patchDelta(base.cont, data)
 	if err != nil {
@@ -125,19 +99,54 @@ func (s *objectStore) readEntry(p packFile, h plumbing.Hash, off int64, depth in
 	return &packedObject{h: h, t: base.t, cont: cont}, nil
 }
 
-// offsetBase returns the OFS_DELTA base at off, through the object cache.
-func (s *objectStore) offsetBase(p packFile, off int64, depth int) (*packedObject, error) {
-	bh, err := p.idx.idx.FindHash(off)
-	if err != nil {
-		return nil, fmt.Errorf("%w: no object starts at base offset %d of %s", errCorruptPack, off, p.idx.name)
+// readRaw reads the entry at off: its type, its inflated data (for deltas,
+// the delta) and, for deltas, where its base is. Small entries take one
+// pread.
+func readRaw(f *os.File, off int64) (typ int, data []byte, baseOff int64, baseHash plumbing.Hash, err error) {
+	br := inflateBufs.Get().(*bufio.Reader)
+	defer inflateBufs.Put(br)
+	br.Reset(io.NewSectionReader(f, off, 1<<62))
+	// The longest header: 10 bytes of type and size, then a 20-byte base
+	// name (REF_DELTA) or at most 10 bytes of base offset (OFS_DELTA).
+	b, err := br.Peek(32)
+	if len(b) == 0 {
+		return 0, nil, 0, baseHash, fmt.Errorf("read pack entry at %d: %w", off, err)
 	}
-	return s.cachedBase(p, bh, off, depth)
+	typ, size, pos, err := entryHeader(b)
+	if err != nil {
+		return 0, nil, 0, baseHash, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
+	}
+	switch typ {
+	case entryOfsDelta:
+		back, k, err := baseDistance(b[pos:])
+		if err != nil || back >= off {
+			return 0, nil, 0, baseHash, fmt.Errorf("%w at %d: bad base offset", errCorruptPack, off)
+		}
+		pos += k
+		baseOff = off - back
+	case entryRefDelta:
+		if len(b) < pos+len(baseHash) {
+			return 0, nil, 0, baseHash, fmt.Errorf("%w at %d: short base name", errCorruptPack, off)
+		}
+		copy(baseHash[:], b[pos:])
+		pos += len(baseHash)
+	}
+	if _, err := br.Discard(pos); err != nil {
+		return 0, nil, 0, baseHash, err
+	}
+	if data, err = inflate(br, size); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return 0, nil, 0, baseHash, err
+		}
+		return 0, nil, 0, baseHash, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
+	}
+	return typ, data, baseOff, baseHash, nil
 }
 
 // cachedBase returns delta base h (stored at off), from the object cache
 // when it is there, else read and cached: walking history resolves the
 // same bases again and again.
-func (s *objectStore) cachedBase(p packFile, h plumbing.Hash, off int64, depth int) (*packedObject, error) {
+func (s *objectStore) cachedBase(p *packIndex, f *os.File, h plumbing.Hash, off int64, depth int) (*packedObject, error) {
 	if o, ok := s.cache.Get(h); ok {
 		if po, ok := o.(*packedObject); ok {
 			return po, nil
@@ -149,7 +158,7 @@ func (s *objectStore) cachedBase(p packFile, h plumbing.Hash, off int64, depth i
 		}
 		return &packedObject{h: h, t: o.Type(), cont: cont}, nil
 	}
-	o, err := s.readEntry(p, h, off, depth+1)
+	o, err := s.readEntry(p, f, h, off, depth+1)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +220,7 @@ func baseDistance(b []byte) (int64, int, error) {
 	return d, n, nil
 }
 
-// Readers for inflating, reused: a zlib reader holds ~40 KB of tables.
+// Readers for entries, reused: a zlib reader holds ~40 KB of tables.
 var (
 	inflateBufs    = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 	inflateReaders sync.Pool // io.ReadCloser that is a zlib.Resetter
@@ -222,15 +231,12 @@ var (
 // itself stores objects far bigger, but not in a memory repository.
 const maxEntrySize = 1 << 30
 
-// inflateAt inflates the zlib stream at pos of f, which must hold exactly
-// size bytes (the stream's end and checksum are checked).
-func inflateAt(f *os.File, pos, size int64) ([]byte, error) {
+// inflate inflates the zlib stream br is at, which must hold exactly size
+// bytes (the stream's end and checksum are checked).
+func inflate(br *bufio.Reader, size int64) ([]byte, error) {
 	if size < 0 || size > maxEntrySize {
 		return nil, fmt.Errorf("entry size %d out of range", size)
 	}
-	br := inflateBufs.Get().(*bufio.Reader)
-	defer inflateBufs.Put(br)
-	br.Reset(io.NewSectionReader(f, pos, 1<<62))
 	var zr io.ReadCloser
 	if r, ok := inflateReaders.Get().(io.ReadCloser); ok {
 		if err := r.(zlib.Resetter).Reset(br, nil); err != nil {

@@ -3,6 +3,7 @@ package memrepo
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -196,5 +197,58 @@ func TestEntryHeaders(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, back, got)
 		require.Equal(t, len(buf)-pos, n)
+	}
+}
+
+// packFDs lists the pack files of dir this process holds open, deleted or
+// not.
+func packFDs(t *testing.T, dir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	var out []string
+	for _, fd := range fds {
+		target, err := os.Readlink("/proc/self/fd/" + fd.Name())
+		if err == nil && strings.HasPrefix(target, dir) && strings.Contains(target, ".pack") {
+			out = append(out, target)
+		}
+	}
+	return out
+}
+
+// A reader keeps each pack open while it is in use, and closes it once a
+// repack has replaced it and the reader has noticed (its next miss), so
+// deleted packs do not hold disk space or descriptors.
+func TestPackFilesClosedWhenReplaced(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRepo(t)
+	var hs []plumbing.Hash
+	for i := range 6 {
+		hs = append(hs, commit(t, r, fmt.Sprint("c", i), put(fmt.Sprintf("memory/a/f%d.md", i), fmt.Sprint(i))))
+	}
+	before := len(packFDs(t, r.Path()))
+	reader := mustOpen(t, r.Path())
+	for i, h := range hs {
+		got, err := reader.ReadFile(ctx, h, fmt.Sprintf("memory/a/f%d.md", i))
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprint(i), string(got))
+	}
+	require.Greater(t, len(packFDs(t, r.Path())), before, "packs stay open between reads")
+
+	mustGit(t, r.Path(), "repack", "-a", "-d", "-q")
+	// Objects already listed still read (from the open, deleted files).
+	got, err := reader.ReadFile(ctx, hs[2], "memory/a/f2.md")
+	require.NoError(t, err)
+	require.Equal(t, "2", string(got))
+	require.Contains(t, strings.Join(packFDs(t, r.Path()), "\n"), "(deleted)")
+	// A new commit is a miss: the rescan drops the deleted packs.
+	h := commit(t, r, "new", put("memory/a/new.md", "new"))
+	got, err = reader.ReadFile(ctx, h, "memory/a/new.md")
+	require.NoError(t, err)
+	require.Equal(t, "new", string(got))
+	for _, fd := range packFDs(t, r.Path()) {
+		require.NotContains(t, fd, "(deleted)")
 	}
 }

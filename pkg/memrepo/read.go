@@ -6,11 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -242,12 +240,10 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 	if err != nil {
 		return err
 	}
-	defer putRaw(ra)
 	rb, err := r.rawTree(b)
 	if err != nil {
 		return err
 	}
-	defer putRaw(rb)
 	// all adds every file at or below entry e, of a's side (no file in b
 	// unless b's side says so) or of b's.
 	all := func(e rawEntry, inB bool) error {
@@ -267,7 +263,7 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 		}
 		return nil
 	}
-	ta, tb := rawEntries{b: raw(ra)}, rawEntries{b: raw(rb)}
+	ta, tb := rawEntries{b: ra}, rawEntries{b: rb}
 	ea, oka, err := ta.next()
 	if err != nil {
 		return fmt.Errorf("memrepo: tree %s: %w", a, err)
@@ -367,26 +363,9 @@ func compareEntries(a, b rawEntry) int {
 	return cmp.Compare(end(a), end(b))
 }
 
-// rawBufs recycles the buffers raw trees are read into: memory/ is hundreds
-// of KB at 10,000 agents and read for every commit listed.
-var rawBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-func raw(b *[]byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return *b
-}
-
-func putRaw(b *[]byte) {
-	if b != nil {
-		rawBufs.Put(b)
-	}
-}
-
-// rawTree reads tree h's content into a pooled buffer (nil for the zero
-// hash); return it with putRaw.
-func (r *Repo) rawTree(h plumbing.Hash) (*[]byte, error) {
+// rawTree returns tree h's raw object (nil for the zero hash), shared with
+// the object cache: read-only.
+func (r *Repo) rawTree(h plumbing.Hash) ([]byte, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
@@ -394,22 +373,14 @@ func (r *Repo) rawTree(h plumbing.Hash) (*[]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
 	}
-	rd, err := o.Reader()
+	if po, ok := o.(*packedObject); ok {
+		return po.cont, nil
+	}
+	b, err := copyContent(o)
 	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	buf := rawBufs.Get().(*[]byte)
-	if n := int(o.Size()); cap(*buf) >= n {
-		*buf = (*buf)[:n]
-	} else {
-		*buf = make([]byte, n)
-	}
-	if _, err := io.ReadFull(rd, *buf); err != nil {
-		putRaw(buf)
 		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
 	}
-	return buf, nil
+	return b, nil
 }
 
 // Walk calls fn for from and then each first parent, newest to oldest, until
