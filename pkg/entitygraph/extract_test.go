@@ -1,6 +1,9 @@
 package entitygraph
 
 import (
+	"math/rand/v2"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -117,5 +120,36 @@ func TestExtractDeterministic(t *testing.T) {
 	a := Extract("memory/curator/facts.md", factsMD)
 	for range 20 {
 		require.Equal(t, a, Extract("memory/curator/facts.md", factsMD))
+	}
+}
+
+// wikiRe is the definition nextWikiLink is held to.
+var wikiRe = regexp.MustCompile(`\[\[([^\[\]|\n]+)(?:\|[^\[\]\n]*)?\]\]`)
+
+// nextWikiLink finds exactly the matches of wikiRe, in order, on random
+// text dense in brackets, bars and newlines.
+func TestNextWikiLinkMatchesRegexp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	pieces := []string{"[", "]", "[[", "]]", "|", "\n", "a", "é", "person:", " ", "x|y", "\xff"}
+	for range 200_000 {
+		var b strings.Builder
+		for range rng.IntN(16) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		var want []string
+		for _, m := range wikiRe.FindAllStringSubmatch(s, -1) {
+			want = append(want, m[1])
+		}
+		var got []string
+		for rest := s; ; {
+			target, r, ok := nextWikiLink(rest)
+			if !ok {
+				break
+			}
+			got = append(got, target)
+			rest = r
+		}
+		require.Equal(t, want, got, "%q", s)
 	}
 }

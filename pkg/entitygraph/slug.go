@@ -29,6 +29,14 @@ const maxSlugBytes = 64
 // Slug is idempotent: Slug(Slug(x)) == Slug(x), so ids can be passed
 // wherever labels are accepted.
 func Slug(label string) string {
+	if isASCII(label) {
+		return slugASCII(label)
+	}
+	return slugUnicode(label)
+}
+
+// slugUnicode is Slug for any label.
+func slugUnicode(label string) string {
 	s := stripMarks(label)
 	var b strings.Builder
 	dash := false
@@ -56,6 +64,47 @@ func Slug(label string) string {
 		out = out[:cut]
 	}
 	return strings.Trim(out, "-")
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// slugASCII is Slug for ASCII labels, most of them: normalisation changes
+// no ASCII text, and letters, digits and case are the ASCII ones, so it
+// needs neither the Unicode tables nor a second pass.
+func slugASCII(label string) string {
+	b := make([]byte, 0, min(len(label), maxSlugBytes))
+	dash := false
+	for i := range len(label) {
+		c := label[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+			fallthrough
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			if len(b) >= maxSlugBytes {
+				break
+			}
+			if dash && len(b) > 0 {
+				b = append(b, '-')
+				if len(b) == maxSlugBytes {
+					break
+				}
+			}
+			dash = false
+			b = append(b, c)
+		case c == '\'' || c == '`':
+		default:
+			dash = true
+		}
+	}
+	return strings.Trim(string(b), "-")
 }
 
 // stripMarks applies the diacritic rules of Slug (see there).

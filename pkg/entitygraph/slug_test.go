@@ -1,6 +1,7 @@
 package entitygraph
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -43,4 +44,22 @@ func TestSlugMaxLength(t *testing.T) {
 		require.Equal(t, got, Slug(got))
 	}
 	require.Equal(t, 64, len(Slug(strings.Repeat("я", 100)))) // 32 two-byte runes
+}
+
+// The ASCII fast path gives what the Unicode path gives, on random ASCII
+// labels rich in separators, apostrophes, case and the 64-byte cut.
+func TestSlugASCIIMatchesUnicodePath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const alphabet = "aZ09 -_'`.:/|\t[]Ab"
+	for range 200_000 {
+		b := make([]byte, rng.IntN(90))
+		for i := range b {
+			if rng.IntN(4) == 0 {
+				b[i] = byte(rng.IntN(128))
+			} else {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+		}
+		require.Equal(t, slugUnicode(string(b)), slugASCII(string(b)), "%q", b)
+	}
 }
