@@ -57,9 +57,13 @@ func After(ctx context.Context, repo *memrepo.Repo, head, after plumbing.Hash, m
 // Describe describes a commit as the API does: ids from the message, files
 // from the tree diff, version from meta.json when the commit changed it.
 func Describe(ctx context.Context, repo *memrepo.Repo, c *object.Commit) (*memoryv1.CommitInfo, error) {
-	files, err := repo.ChangedFiles(ctx, c.Hash)
+	changes, err := repo.ChangedFileBlobs(ctx, c.Hash)
 	if err != nil {
 		return nil, err
+	}
+	files := make([]string, len(changes))
+	for i, ch := range changes {
+		files[i] = ch.Path
 	}
 	p := commitmsg.Parse(c.Message)
 	info := &memoryv1.CommitInfo{
@@ -77,9 +81,11 @@ func Describe(ctx context.Context, repo *memrepo.Repo, c *object.Commit) (*memor
 	}
 	if info.AgentId != "" {
 		metaPath := memlayout.AgentDir(info.AgentId) + memlayout.MetaFile
-		for _, f := range files {
-			if f == metaPath {
-				if data, err := repo.ReadFile(ctx, c.Hash, metaPath); err == nil {
+		for _, ch := range changes {
+			// By blob: a lookup by path would decode memory/, an entry
+			// per agent, for every commit described.
+			if ch.Path == metaPath && !ch.Deleted() {
+				if data, err := repo.ReadBlob(ctx, ch.Blob); err == nil {
 					if m, err := memlayout.ParseMeta(data); err == nil {
 						info.Version = m.Version
 					}

@@ -18,7 +18,7 @@ import (
 // TreeEntrySorter and Tree.Encode byte for byte, above all where a
 // directory's name is a prefix of another name ("a" before "a.b" as a file,
 // after it as a directory, since git compares "a/").
-func TestTreeEncodingMatchesGoGit(t *testing.T) {
+func TestTreeEncodingAndDecodingMatchGoGit(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 13))
 	names := []string{"a", "a.b", "a-b", "a0", "a/", "ab", "b", "facts.md", "facts", "facts.md.bak", "timeline", "timeline-2", "z", "é", "A"}
 	modes := []filemode.FileMode{filemode.Regular, filemode.Dir, filemode.Executable, filemode.Symlink, filemode.Submodule}
@@ -59,6 +59,17 @@ func TestTreeEncodingMatchesGoGit(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, wantObj.Hash(), gotObj.Hash())
 		require.Equal(t, raw(wantObj), raw(gotObj))
+
+		// And decodeTree reads it back as go-git's decoder does.
+		var decoded object.Tree
+		require.NoError(t, decoded.Decode(wantObj))
+		back, err := decodeTree(raw(gotObj))
+		require.NoError(t, err)
+		require.Equal(t, decoded.Entries, back)
+	}
+	for _, bad := range []string{"100644 a", "100644 a\x00short", "10x644 a\x00" + string(make([]byte, 20)), " a\x00" + string(make([]byte, 20))} {
+		_, err := decodeTree([]byte(bad))
+		require.Error(t, err, "%q", bad)
 	}
 	_, err := encodeTree([]object.TreeEntry{{Name: "a\x00b", Mode: filemode.Regular}})
 	require.Error(t, err)
