@@ -150,7 +150,11 @@ func (ix *Index) upsertFile(batch *index.Batch, old fileMeta, f File) fileMeta {
 		if kept[id] {
 			continue // the same chunk is indexed already
 		}
-		batch.Update(bluge.Identifier(id), ix.chunkDoc(id, f, f.Chunks[i]))
+		// An id the file did not have is in no segment (ids start with
+		// the path, and the file's bookkeeping lists all of them), so it
+		// is inserted: an update would look it up in every segment to
+		// retire the old copy, which on a first pass is most segments.
+		batch.Insert(ix.chunkDoc(id, f, f.Chunks[i]))
 		ix.chunkWrites.Add(1)
 	}
 	for _, id := range oldIDs {

@@ -283,12 +283,17 @@ func (ix *Index) applyTo(g *generation, b Batch) error {
 	batch := index.NewBatch()
 	files := make(map[string]fileMeta, len(b.Upserts)+len(b.Deletes))
 	for _, f := range b.Upserts {
-		fm := ix.upsertFile(batch, g.files[f.Path], f)
+		old, had := g.files[f.Path]
+		fm := ix.upsertFile(batch, old, f)
 		meta, _ := json.Marshal(fm)
 		doc := bluge.NewDocument("file:" + f.Path).
 			AddField(bluge.NewKeywordField(fieldDocType, docFile).StoreValue()).
 			AddField(bluge.NewStoredOnlyField(fieldMeta, meta))
-		batch.Update(doc.ID(), doc)
+		if had {
+			batch.Update(doc.ID(), doc)
+		} else {
+			batch.Insert(doc) // a new file has no document to retire (see upsertFile)
+		}
 		files[f.Path] = fm
 	}
 	for _, path := range b.Deletes {

@@ -229,8 +229,24 @@ func storedChunks(t *testing.T, ix *Index) map[string]map[string]string {
 			fields[field] = string(value)
 			return true
 		}))
+		require.NotContains(t, out, fields["_id"], "one document per chunk id")
 		out[fields["_id"]] = fields
 	}
+	// And one file document per file.
+	files, err := ix.cur.reader.Search(context.Background(), bluge.NewAllMatches(bluge.NewTermQuery(docFile).SetField(fieldDocType)))
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for m, err := files.Next(); m != nil || err != nil; m, err = files.Next() {
+		require.NoError(t, err)
+		require.NoError(t, m.VisitStoredFields(func(field string, value []byte) bool {
+			if field == "_id" {
+				require.False(t, seen[string(value)], "one document per file: %s", value)
+				seen[string(value)] = true
+			}
+			return true
+		}))
+	}
+	require.Len(t, seen, len(ix.cur.files))
 	return out
 }
 
