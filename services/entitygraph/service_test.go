@@ -259,3 +259,12 @@ func blobEmpty(t *testing.T) blob.Store {
 	require.NoError(t, err)
 	return s
 }
+
+// Saves are spaced by the floor, or by saveCostFactor times the last
+// save's cost once that is longer.
+func TestSaveDue(t *testing.T) {
+	require.False(t, saveDue(29*time.Second, 0, 30*time.Second))
+	require.True(t, saveDue(30*time.Second, time.Second, 30*time.Second))
+	require.False(t, saveDue(time.Minute, 4*time.Second, 30*time.Second), "a 4 s save waits 80 s")
+	require.True(t, saveDue(80*time.Second, 4*time.Second, 30*time.Second))
+}
