@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -98,23 +97,6 @@ func (r *Repo) ReadBlob(ctx context.Context, h plumbing.Hash) ([]byte, error) {
 		return nil, fmt.Errorf("memrepo: read blob %s: %w", h, err)
 	}
 	return copyContent(o)
-}
-
-// copyContent returns a copy of o's content: cached objects stay immutable.
-func copyContent(o plumbing.EncodedObject) ([]byte, error) {
-	if po, ok := o.(*packedObject); ok {
-		return slices.Clone(po.cont), nil
-	}
-	rd, err := o.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	buf := make([]byte, o.Size())
-	if _, err := io.ReadFull(rd, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
 }
 
 // isFileMode reports whether a raw tree entry mode is a file (regular,

@@ -18,9 +18,9 @@ import (
 // write plane (issue #9 profile): go-git inflates with compress/zlib (about
 // half the speed of klauspost/compress on memory files), builds a scanner
 // per read, and hashes every object it returns although the index already
-// names it. Here an entry is one pread of its header, an inflate into a
-// buffer of the size the header gives, and for deltas the base (from the
-// object cache when it is there) patched once.
+// names it. Here an entry is one buffered read (a single pread for most),
+// an inflate into a buffer of the size its header gives, and for deltas
+// the base (from the object cache when it is there) patched once.
 
 // packedObject is an object read from a pack: its hash is the one the pack
 // index gave, never recomputed, and its content is shared through the
@@ -152,7 +152,7 @@ func (s *objectStore) cachedBase(p *packIndex, f *os.File, h plumbing.Hash, off 
 			return po, nil
 		}
 		// A loose copy of the same object: same content.
-		cont, err := readAll(o)
+		cont, err := copyContent(o)
 		if err != nil {
 			return nil, err
 		}
@@ -164,17 +164,6 @@ func (s *objectStore) cachedBase(p *packIndex, f *os.File, h plumbing.Hash, off 
 	}
 	s.cache.Put(o)
 	return o, nil
-}
-
-func readAll(o plumbing.EncodedObject) ([]byte, error) {
-	r, err := o.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	buf := make([]byte, o.Size())
-	_, err = io.ReadFull(r, buf)
-	return buf, err
 }
 
 // entryHeader parses an entry's type and inflated size (3 type bits, then

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -120,6 +122,23 @@ func (r *Repo) ReadFile(ctx context.Context, commit plumbing.Hash, path string) 
 	buf, err := copyContent(o)
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: read blob %s (%s): %w", e.Hash, path, err)
+	}
+	return buf, nil
+}
+
+// copyContent returns a copy of o's content: cached objects stay immutable.
+func copyContent(o plumbing.EncodedObject) ([]byte, error) {
+	if po, ok := o.(*packedObject); ok {
+		return slices.Clone(po.cont), nil
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	buf := make([]byte, o.Size())
+	if _, err := io.ReadFull(rd, buf); err != nil {
+		return nil, err
 	}
 	return buf, nil
 }
