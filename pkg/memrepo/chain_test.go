@@ -271,6 +271,54 @@ func TestCompactPacks(t *testing.T) {
 	require.Len(t, packFiles(t, r), after)
 }
 
+// Merging packs while commits go on (as the apply engine does) loses
+// nothing: every commit reads back, from this handle and a fresh one, and
+// git finds the repository whole; the packs stay few.
+func TestCompactPacksConcurrentWithCommits(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRepo(t)
+	stop := make(chan struct{})
+	merged := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				merged <- nil
+				return
+			default:
+			}
+			if err := r.CompactPacks(ctx); err != nil {
+				merged <- err
+				return
+			}
+		}
+	}()
+	var hs []plumbing.Hash
+	for i := range 6 * compactMinPacks {
+		// Repeated contents make commits reuse objects in packs a merge
+		// may be deleting.
+		hs = append(hs, commit(t, r, fmt.Sprint("c", i),
+			put(fmt.Sprintf("memory/a%d/facts.md", i%7), fmt.Sprint("fact ", i)),
+			put("memory/shared.md", fmt.Sprint("shared ", i%3))))
+	}
+	close(stop)
+	require.NoError(t, <-merged)
+	require.NoError(t, r.CompactPacks(ctx))
+	require.Less(t, len(packFiles(t, r)), compactMinPacks)
+	require.Empty(t, tmpPackFiles(t, r))
+	requireFsckClean(t, r.Path())
+	for _, repo := range []*Repo{r, mustOpen(t, r.Path())} {
+		for i, h := range hs {
+			got, err := repo.ReadFile(ctx, h, fmt.Sprintf("memory/a%d/facts.md", i%7))
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprint("fact ", i), string(got))
+			got, err = repo.ReadFile(ctx, h, "memory/shared.md")
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprint("shared ", i%3), string(got))
+		}
+	}
+}
+
 // Packs git made (with deltas) or is holding (.keep) are not ours to merge.
 func TestCompactPacksLeavesGitPacksAlone(t *testing.T) {
 	ctx := context.Background()

@@ -33,8 +33,15 @@ const (
 
 // CompactPacks merges small packs of the object database into one when
 // there are at least compactMinPacks of them. Writers that commit
-// continuously (the proposal-apply engine) call it between commits; it
-// returns quickly when there is nothing to do.
+// continuously (the proposal-apply engine) call it after their commits,
+// beside the next ones; it returns quickly when there is nothing to do.
+//
+// It may run concurrently with commits. A merge only adds a pack of objects
+// that are stored already and then deletes the packs it copied, so every
+// object is present at every instant, for a commit under way too: one that
+// found an object in a pack the merge then deletes finds it in the merged
+// pack (a pack that vanishes before the commit freshens it just makes the
+// commit write the object again).
 //
 // Only flat packs (no deltas, as memrepo writes them) are merged, and only
 // ones git is not using specially (no .keep, .promisor, .mtimes or .bitmap),
@@ -46,10 +53,8 @@ func (r *Repo) CompactPacks(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// Not concurrent with our own pack writes: keeps the reasoning simple
-	// and costs nothing, since the caller is the only committer.
-	r.writeMu.Lock()
-	defer r.writeMu.Unlock()
+	r.compactMu.Lock()
+	defer r.compactMu.Unlock()
 	return r.objs.compact()
 }
 

@@ -95,7 +95,10 @@ type Repo struct {
 	// writeMu serialises Commit (and RecoverStaleLock) within the process;
 	// other processes are serialised by git's ref lock file.
 	writeMu sync.Mutex
-	head    headCache
+	// compactMu serialises CompactPacks. It does not exclude commits (see
+	// CompactPacks), so merging packs never delays one.
+	compactMu sync.Mutex
+	head      headCache
 }
 
 // Path returns the absolute path of the bare repository directory.

@@ -62,7 +62,7 @@ type objectStore struct {
 	packsLoaded bool
 
 	// unmergeable names packs compact must skip (deltas, corruption). Only
-	// compact uses it, under Repo.writeMu.
+	// compact uses it, under Repo.compactMu.
 	unmergeable map[string]bool
 }
 

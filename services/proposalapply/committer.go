@@ -62,15 +62,31 @@ func (e *engine) commit(agent string, base plumbing.Hash, req memrepo.CommitRequ
 	return r.sha, r.err
 }
 
-// runCommitter commits batches until stopCommitter. Between batches it
-// merges the small packs the commits leave (cheap unless there are many).
+// runCommitter commits batches until stopCommitter. After each batch it
+// has the small packs the commits leave merged, beside the next batch
+// rather than before it: a merge's copying and fsyncs were in the way of
+// every commit queued behind it.
 func (e *engine) runCommitter() {
 	defer close(e.committerDone)
+	kick := make(chan struct{}, 1)
+	merged := make(chan struct{})
+	go func() {
+		defer close(merged)
+		for range kick {
+			if err := e.svc.repo.CompactPacks(e.ctx); err != nil {
+				e.svc.logger.Warn("merging packs failed; will retry", "err", err)
+			}
+		}
+	}()
+	defer func() {
+		close(kick)
+		<-merged
+	}()
 	for first := range e.plans {
-		ctx := e.ctx
-		e.commitBatch(ctx, e.takeQueued(first))
-		if err := e.svc.repo.CompactPacks(ctx); err != nil {
-			e.svc.logger.Warn("merging packs failed; will retry", "err", err)
+		e.commitBatch(e.ctx, e.takeQueued(first))
+		select {
+		case kick <- struct{}{}:
+		default: // a merge is due already
 		}
 	}
 }
