@@ -1,6 +1,10 @@
 package mdops
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,7 +97,7 @@ func TestEvictFactsCountCalls(t *testing.T) {
 	kept, evicted := EvictFacts(md, bytesOver4(md)/2, count, func(f Fact) time.Time { return time.Time{} }, day0)
 	require.LessOrEqual(t, bytesOver4(kept), bytesOver4(md)/2)
 	require.NotEmpty(t, evicted)
-	require.Less(t, calls, 20, "binary search, not one count per fact")
+	require.Less(t, calls, 25, "galloping and bisecting, not one count per fact")
 	// Zero times tie everywhere: file order decides.
 	require.Equal(t, "fact number 0s", evicted[0].Text)
 }
@@ -203,4 +207,61 @@ func TestEvictNothingToRemove(t *testing.T) {
 	require.Equal(t, loops, kept, "only closed and old low-priority loops are evictable")
 	require.Nil(t, closed)
 	require.Nil(t, frozen)
+}
+
+// smallestRemovalBisect is the plain binary search smallestRemoval
+// replaced, kept as its reference.
+func smallestRemovalBisect(d *doc, base, order []int, limit int, count func(string) int) (int, string) {
+	fits := func(k int) (string, bool) {
+		s := withoutItems(d, append(base[:len(base):len(base)], order[:k]...))
+		return s, count(s) <= limit
+	}
+	k := sort.Search(len(order)+1, func(k int) bool {
+		_, ok := fits(k)
+		return ok
+	})
+	if k > len(order) {
+		k = len(order)
+	}
+	s, _ := fits(k)
+	return k, s
+}
+
+// The galloping search gives what bisecting gives, on random files,
+// removal orders, kept-out items and limits, wherever removing base alone
+// does not fit (its precondition).
+func TestSmallestRemovalMatchesBisection(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	words := func(s string) int { return len(strings.Fields(s)) }
+	for range 3000 {
+		var b strings.Builder
+		b.WriteString("# Facts: a\n\n## A\n")
+		n := rng.IntN(40)
+		for i := range n {
+			fmt.Fprintf(&b, "- fact %d%s\n", i, strings.Repeat(" w", rng.IntN(12)))
+		}
+		d := newDoc(b.String())
+		facts := parseFacts(d)
+		perm := rng.Perm(len(facts))
+		nb := 0
+		if len(perm) > 0 {
+			nb = rng.IntN(min(3, len(perm)) + 1)
+		}
+		var base, order []int
+		for i, j := range perm {
+			if i < nb {
+				base = append(base, facts[j].Line-1)
+			} else {
+				order = append(order, facts[j].Line-1)
+			}
+		}
+		limit := rng.IntN(words(b.String()) + 2)
+		if words(withoutItems(d, base)) <= limit {
+			continue
+		}
+		wk, ws := smallestRemovalBisect(d, base, order, limit, words)
+		gk, gs := smallestRemoval(d, base, order, limit, words)
+		require.Equal(t, wk, gk)
+		require.Equal(t, ws, gs)
+	}
 }
