@@ -39,6 +39,7 @@ func perf(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.Memoryd, "memoryd", "", "prebuilt memoryd binary (default: go build ./cmd/memoryd into the work dir)")
 	extra := fs.String("memoryd-flags", "", "extra flags for every memoryd, space-separated (e.g. \"--log-level=warn\")")
 	fs.StringVar(&o.ProfileDir, "profile", "", "write a CPU profile of every memoryd per scenario of the main runs, and heap profiles, into this dir")
+	fs.DurationVar(&o.ColdProfile, "cold-profile", d.ColdProfile, "with --profile: how much of each start (from /health) the cold-start CPU profile covers")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the runs' data dirs and memoryd logs in the work dir")
 	fs.IntVar(&o.MaxRSSMB, "max-rss-mb", 0, "kill a memoryd whose RSS goes above this and report it (0 = 60% of the machine's memory)")
 	if err := fs.Parse(args); err != nil {

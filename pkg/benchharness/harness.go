@@ -63,6 +63,9 @@ type Options struct {
 	// ProfileDir, when set, receives a CPU profile of every memoryd process
 	// per scenario of the main runs and a heap profile after the reads.
 	ProfileDir string `json:"profileDir,omitempty"`
+	// ColdProfile is how much of each start the cold-start CPU profile
+	// covers, from /health answering (--profile only).
+	ColdProfile time.Duration `json:"coldProfile,omitempty"`
 	// Keep leaves the runs' data dirs and logs in Work.
 	Keep bool `json:"keep"`
 	// MaxRSSMB: a memoryd process above it is killed and its run reported
@@ -78,8 +81,8 @@ func DefaultOptions() Options {
 	return Options{
 		Agents: 1000, Commits: 20000, Seed: 1, Concurrency: 8, WriteConcurrency: 32,
 		Duration: 5 * time.Second, Warmup: time.Second, ScaleDuration: 3 * time.Second, ReadyTimeout: 3 * time.Minute,
-		PrimeTimeout: 20 * time.Second,
-		Deployments:  []string{DeployAll, DeploySplit}, Scales: "all",
+		PrimeTimeout: 20 * time.Second, ColdProfile: 20 * time.Second,
+		Deployments: []string{DeployAll, DeploySplit}, Scales: "all",
 		ScaleAgents: []int{100, 1000, 10000}, ScaleCommits: []int{1000, 20000, 100000},
 	}
 }
@@ -91,6 +94,7 @@ func (o Options) withDefaults() Options {
 	o.Seed, o.Scales = cmp.Or(o.Seed, d.Seed), cmp.Or(o.Scales, d.Scales)
 	o.Duration, o.ScaleDuration = cmp.Or(o.Duration, d.Duration), cmp.Or(o.ScaleDuration, d.ScaleDuration)
 	o.ReadyTimeout, o.PrimeTimeout = cmp.Or(o.ReadyTimeout, d.ReadyTimeout), cmp.Or(o.PrimeTimeout, d.PrimeTimeout)
+	o.ColdProfile = cmp.Or(o.ColdProfile, d.ColdProfile)
 	// Warmup stays as given: 0 means no warm-up. Empty but non-nil lists
 	// are kept too (--deployments none).
 	if o.Deployments == nil {

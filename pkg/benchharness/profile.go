@@ -33,7 +33,7 @@ func (h *harness) profileScenario(ctx context.Context, d *deployment, run, scena
 	return wg.Wait
 }
 
-// profileColdStart takes a CPU profile of the first coldProfileLength of
+// profileColdStart takes a CPU profile of the first Options.ColdProfile of
 // every process's start (from when it answers /health), then a heap profile.
 func (h *harness) profileColdStart(ctx context.Context, d *deployment, run string) func() {
 	if h.opts.ProfileDir == "" {
@@ -50,7 +50,7 @@ func (h *harness) profileColdStart(ctx context.Context, d *deployment, run strin
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			query := fmt.Sprintf("profile?seconds=%d", int(coldProfileLength/time.Second))
+			query := fmt.Sprintf("profile?seconds=%d", max(1, int(h.opts.ColdProfile/time.Second)))
 			if err := fetchProfile(ctx, p.httpAddr, d.adminToken, query, filepath.Join(h.opts.ProfileDir, name)); err != nil {
 				h.logf("warning: profile %s: %v", name, err)
 			}
@@ -62,9 +62,6 @@ func (h *harness) profileColdStart(ctx context.Context, d *deployment, run strin
 	}
 	return wg.Wait
 }
-
-// coldProfileLength is how much of a start --profile records.
-const coldProfileLength = 20 * time.Second
 
 // heapProfiles writes every memoryd's heap profile after run.
 func (h *harness) heapProfiles(ctx context.Context, d *deployment, run string) {
