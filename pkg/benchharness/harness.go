@@ -80,7 +80,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Agents: 1000, Commits: 20000, Seed: 1, Concurrency: 8, WriteConcurrency: 32,
-		Duration: 5 * time.Second, Warmup: time.Second, ScaleDuration: 3 * time.Second, ReadyTimeout: 3 * time.Minute,
+		Duration: 5 * time.Second, Warmup: time.Second, ScaleDuration: 3 * time.Second, ReadyTimeout: 5 * time.Minute,
 		PrimeTimeout: 20 * time.Second, ColdProfile: 20 * time.Second,
 		Deployments: []string{DeployAll, DeploySplit}, Scales: "all",
 		ScaleAgents: []int{100, 1000, 10000}, ScaleCommits: []int{1000, 20000, 100000},
