@@ -61,10 +61,7 @@ func Describe(ctx context.Context, repo *memrepo.Repo, c *object.Commit) (*memor
 	if err != nil {
 		return nil, err
 	}
-	files := make([]string, len(changes))
-	for i, ch := range changes {
-		files[i] = ch.Path
-	}
+	files := memrepo.Paths(changes)
 	p := commitmsg.Parse(c.Message)
 	info := &memoryv1.CommitInfo{
 		Sha:       c.Hash.String(),

@@ -319,17 +319,28 @@ func TestCompactPacksConcurrentWithCommits(t *testing.T) {
 	}
 }
 
+// deltaPackRepo commits versions of one file of the given number of lines,
+// has git repack them (so it stores deltas) and returns the repository and
+// its one pack, and the file's last version.
+func deltaPackRepo(t *testing.T, lines, versions int) (r *Repo, pack, last string) {
+	t.Helper()
+	r = newTestRepo(t)
+	body := strings.Repeat("a line that makes git want to store deltas\n", lines)
+	for i := range versions {
+		last = fmt.Sprint(body, i)
+		commit(t, r, fmt.Sprint("c", i), put("memory/a/facts.md", last))
+	}
+	mustGit(t, r.Path(), "repack", "-a", "-d", "-f", "-q", "--window=50")
+	packs := packFiles(t, r)
+	require.Len(t, packs, 1)
+	return r, packs[0], last
+}
+
 // Packs git made (with deltas) or is holding (.keep) are not ours to merge.
 func TestCompactPacksLeavesGitPacksAlone(t *testing.T) {
 	ctx := context.Background()
-	r := newTestRepo(t)
-	body := strings.Repeat("a line that makes git want to store deltas\n", 200)
-	for i := range 6 {
-		commit(t, r, fmt.Sprint("c", i), put("memory/a/facts.md", fmt.Sprint(body, i)))
-	}
-	mustGit(t, r.Path(), "repack", "-a", "-d", "-f", "-q", "--window=50")
-	gitPacks := packFiles(t, r)
-	require.Len(t, gitPacks, 1)
+	r, gitPack, last := deltaPackRepo(t, 200, 6)
+	gitPacks := []string{gitPack}
 	require.Contains(t, mustGit(t, r.Path(), "verify-pack", "-v", strings.TrimSuffix(gitPacks[0], ".pack")+".idx"), "chain length", "git stored deltas")
 
 	commit(t, r, "kept", put("memory/k/facts.md", "k"))
@@ -351,7 +362,7 @@ func TestCompactPacksLeavesGitPacksAlone(t *testing.T) {
 	require.Contains(t, packs, kept)
 	require.Less(t, len(packs), compactMinPacks)
 	requireFsckClean(t, r.Path())
-	require.Equal(t, fmt.Sprint(body, 5), mustGit(t, r.Path(), "show", "main:memory/a/facts.md"))
+	require.Equal(t, last, mustGit(t, r.Path(), "show", "main:memory/a/facts.md"))
 }
 
 func TestGeometricRollup(t *testing.T) {

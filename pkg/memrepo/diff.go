@@ -31,11 +31,16 @@ func (r *Repo) DiffCommits(ctx context.Context, a, b plumbing.Hash) ([]string, e
 	if err != nil {
 		return nil, err
 	}
+	return Paths(changes), nil
+}
+
+// Paths lists the changes' paths, in their order.
+func Paths(changes []FileChange) []string {
 	out := make([]string, len(changes))
 	for i, c := range changes {
 		out[i] = c.Path
 	}
-	return out, nil
+	return out
 }
 
 // DiffFiles is DiffCommits with each file's blob in b, so callers read the

@@ -66,31 +66,27 @@ func (s *objectStore) readEntry(p *packIndex, f *os.File, h plumbing.Hash, off i
 	if err != nil {
 		return nil, err
 	}
-	var base *packedObject
+	var bh plumbing.Hash
 	switch typ {
 	case int(plumbing.CommitObject), int(plumbing.TreeObject), int(plumbing.BlobObject), int(plumbing.TagObject):
 		return &packedObject{h: h, t: plumbing.ObjectType(typ), cont: data}, nil
 	case entryOfsDelta:
-		bh, err := p.idx.FindHash(baseOff)
-		if err != nil {
+		if bh, err = p.idx.FindHash(baseOff); err != nil {
 			return nil, fmt.Errorf("%w: no object starts at base offset %d of %s", errCorruptPack, baseOff, p.name)
-		}
-		base, err = s.cachedBase(p, f, bh, baseOff, depth)
-		if err != nil {
-			return nil, err
 		}
 	case entryRefDelta:
 		// Packs on disk are self-contained (git completes thin packs
 		// before keeping them), so the base is in this one.
-		boff, err := p.idx.FindOffset(baseHash)
-		if err != nil {
-			return nil, fmt.Errorf("%w at %d: base %s not in %s", errCorruptPack, off, baseHash, p.name)
-		}
-		if base, err = s.cachedBase(p, f, baseHash, boff, depth); err != nil {
-			return nil, err
+		bh = baseHash
+		if baseOff, err = p.idx.FindOffset(bh); err != nil {
+			return nil, fmt.Errorf("%w at %d: base %s not in %s", errCorruptPack, off, bh, p.name)
 		}
 	default:
 		return nil, fmt.Errorf("%w at %d: type %d", errCorruptPack, off, typ)
+	}
+	base, err := s.cachedBase(p, f, bh, baseOff, depth)
+	if err != nil {
+		return nil, err
 	}
 	cont, err := patchDelta(base.cont, data)
 	if err != nil {
@@ -135,9 +131,6 @@ func readRaw(f *os.File, off int64) (typ int, data []byte, baseOff int64, baseHa
 		return 0, nil, 0, baseHash, err
 	}
 	if data, err = inflate(br, size); err != nil {
-		if errors.Is(err, os.ErrClosed) {
-			return 0, nil, 0, baseHash, err
-		}
 		return 0, nil, 0, baseHash, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
 	}
 	return typ, data, baseOff, baseHash, nil
@@ -281,23 +274,12 @@ func patchDelta(base, delta []byte) ([]byte, error) {
 		switch {
 		case cmd&0x80 != 0: // copy from the base
 			var off, n uint64
-			for i := range 4 {
-				if cmd&(1<<i) != 0 {
-					if len(delta) == 0 {
-						return nil, errors.New("truncated copy")
-					}
-					off |= uint64(delta[0]) << (8 * i)
-					delta = delta[1:]
-				}
+			var ok bool
+			if off, delta, ok = copyOperand(cmd, 4, delta); !ok {
+				return nil, errors.New("truncated copy")
 			}
-			for i := range 3 {
-				if cmd&(0x10<<i) != 0 {
-					if len(delta) == 0 {
-						return nil, errors.New("truncated copy")
-					}
-					n |= uint64(delta[0]) << (8 * i)
-					delta = delta[1:]
-				}
+			if n, delta, ok = copyOperand(cmd>>4, 3, delta); !ok {
+				return nil, errors.New("truncated copy")
 			}
 			if n == 0 {
 				n = 0x10000
@@ -321,6 +303,23 @@ func patchDelta(base, delta []byte) ([]byte, error) {
 		return nil, fmt.Errorf("delta result is %d bytes, header says %d", len(out), dstSize)
 	}
 	return out, nil
+}
+
+// copyOperand reads a copy instruction's offset (bits 0-3 of its command)
+// or size (bits 4-6, shifted down): one byte, little end first, for each
+// bit of the low `bits` bits of present that is set.
+func copyOperand(present byte, bits int, delta []byte) (uint64, []byte, bool) {
+	var v uint64
+	for i := range bits {
+		if present&(1<<i) != 0 {
+			if len(delta) == 0 {
+				return 0, nil, false
+			}
+			v |= uint64(delta[0]) << (8 * i)
+			delta = delta[1:]
+		}
+	}
+	return v, delta, true
 }
 
 // deltaSize parses one of a delta's two leading sizes (7 bits a byte,

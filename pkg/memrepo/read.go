@@ -225,18 +225,11 @@ func (r *Repo) CommitInfo(ctx context.Context, h plumbing.Hash) (*object.Commit,
 // root commit, every file. Unchanged subtrees are skipped by hash, so the
 // cost is proportional to the size of the change, not of the repository.
 func (r *Repo) ChangedFiles(ctx context.Context, h plumbing.Hash) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	c, err := r.commitObject(h)
+	changes, err := r.ChangedFileBlobs(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	parent := plumbing.ZeroHash
-	if len(c.ParentHashes) > 0 {
-		parent = c.ParentHashes[0]
-	}
-	return r.DiffCommits(ctx, parent, h)
+	return Paths(changes), nil
 }
 
 // diffTrees adds to set every file path that differs between trees a and b
@@ -363,23 +356,31 @@ func (t *rawEntries) next() (rawEntry, bool, error) {
 	return e, true, nil
 }
 
-// compareEntries orders entries as git sorts a tree: by name, a directory's
-// name compared as if it ended in '/'.
-func compareEntries(a, b rawEntry) int {
-	n := min(len(a.name), len(b.name))
-	if c := bytes.Compare(a.name[:n], b.name[:n]); c != 0 {
-		return c
+// compareEntries orders raw entries as git sorts a tree (gitNameOrder).
+func compareEntries(a, b rawEntry) int { return gitNameOrder(a.name, a.dir, b.name, b.dir) }
+
+// gitNameOrder orders tree entry names as git does: bytewise, with a
+// directory's name compared as if it ended in '/'. Both the raw trees the
+// diff walks and the entries the tree builder sorts use it.
+func gitNameOrder[T ~string | ~[]byte](a T, aDir bool, b T, bDir bool) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return cmp.Compare(a[i], b[i])
+		}
 	}
-	end := func(e rawEntry) byte {
+	// The byte after the common part: '/' for a directory's end, nothing
+	// (-1) for a file's.
+	end := func(name T, dir bool) int {
 		switch {
-		case len(e.name) > n:
-			return e.name[n]
-		case e.dir:
+		case len(name) > n:
+			return int(name[n])
+		case dir:
 			return '/'
 		}
-		return 0
+		return -1
 	}
-	return cmp.Compare(end(a), end(b))
+	return cmp.Compare(end(a, aDir), end(b, bDir))
 }
 
 // rawTree returns tree h's raw object (nil for the zero hash), shared with
@@ -392,10 +393,7 @@ func (r *Repo) rawTree(h plumbing.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
 	}
-	if po, ok := o.(*packedObject); ok {
-		return po.cont, nil
-	}
-	b, err := copyContent(o)
+	b, err := treeBytes(o)
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
 	}

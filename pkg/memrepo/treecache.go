@@ -112,32 +112,21 @@ func treeBytes(o plumbing.EncodedObject) ([]byte, error) {
 	return copyContent(o)
 }
 
-// decodeTree parses a raw tree object as object.Tree.Decode does, in two
-// allocations besides the entries: every name is a substring of one copy
+// decodeTree parses a raw tree object as object.Tree.Decode does, with one
+// allocation besides the entries: every name is a substring of one copy
 // of the object. memory/ (an entry per agent) is new in every commit, and
 // go-git's decoder, a read and a string per field, was 8 % of the write
 // plane's CPU (issue #9 profile).
 func decodeTree(raw []byte) ([]object.TreeEntry, error) {
 	text := string(raw)
-	n := 0
-	for it := (rawEntries{b: raw}); ; n++ {
-		_, ok, err := it.next()
+	var entries []object.TreeEntry
+	for it, off := (rawEntries{b: raw}), 0; ; {
+		e, ok, err := it.next()
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			break
-		}
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	entries := make([]object.TreeEntry, 0, n)
-	off := 0
-	for it := (rawEntries{b: raw}); ; {
-		e, ok, _ := it.next()
-		if !ok {
-			break
+			return entries, nil
 		}
 		mode, err := parseMode(e.mode)
 		if err != nil {
@@ -149,7 +138,6 @@ func decodeTree(raw []byte) ([]object.TreeEntry, error) {
 		off = start + len(e.name) + 1 + len(e.hash)
 		entries = append(entries, object.TreeEntry{Name: name, Mode: mode, Hash: e.hash})
 	}
-	return entries, nil
 }
 
 // parseMode parses a tree entry's octal mode; the modes git writes are

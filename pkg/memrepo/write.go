@@ -1,7 +1,6 @@
 package memrepo
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -540,27 +539,11 @@ func (b *treeBuilder) encode(n *treeNode, isRoot bool) (plumbing.Hash, bool, err
 	return h, false, nil
 }
 
-// compareTreeEntries orders tree entries as git does: by name, with a
-// directory compared as if its name ended in "/". It is go-git's
-// TreeEntrySorter without building "name/" strings for every comparison.
+// compareTreeEntries orders tree entries as git does (gitNameOrder),
+// without go-git's TreeEntrySorter building "name/" strings for every
+// comparison.
 func compareTreeEntries(a, b object.TreeEntry) int {
-	n := min(len(a.Name), len(b.Name))
-	if c := strings.Compare(a.Name[:n], b.Name[:n]); c != 0 {
-		return c
-	}
-	return cmp.Compare(entryByteAt(a, n), entryByteAt(b, n))
-}
-
-// entryByteAt is the byte at i of e's name as git sorts it ("/" after a
-// directory's name), or -1 past its end.
-func entryByteAt(e object.TreeEntry, i int) int {
-	switch {
-	case i < len(e.Name):
-		return int(e.Name[i])
-	case i == len(e.Name) && e.Mode == filemode.Dir:
-		return '/'
-	}
-	return -1
+	return gitNameOrder(a.Name, a.Mode == filemode.Dir, b.Name, b.Mode == filemode.Dir)
 }
 
 // encodeTree encodes sorted entries as a git tree object: "<octal mode>
