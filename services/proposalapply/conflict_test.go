@@ -3,6 +3,8 @@ package proposalapply
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -271,4 +273,23 @@ func TestFactUsageReports(t *testing.T) {
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
 	_, err = e.client.ReportFactUsage(e.agent("a"), &memoryv1.ReportFactUsageRequest{AgentId: "a"})
 	require.Equal(t, codes.PermissionDenied, status.Code(err))
+}
+
+// A subscriber without from_sha gets only commits made after it subscribed,
+// even when the hub had not yet caught up with main: a client that saw a
+// commit land and then subscribes must not be sent it as new.
+func TestWatchCommitsStartsAtMainsHead(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	h := newHub(e.repo, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour) // advanced by hand only
+	require.NoError(t, h.start(ctx))
+	humanCommit(t, e, "memory/a/snapshot.md", "# Snapshot: a\n\nbefore\n", "before subscribing")
+
+	sub, replay, err := h.subscribe(ctx, "", "")
+	require.NoError(t, err)
+	require.Empty(t, replay)
+	after := humanCommit(t, e, "memory/a/snapshot.md", "# Snapshot: a\n\nafter\n", "after subscribing")
+	require.NoError(t, h.advance(ctx))
+	require.Len(t, sub.ch, 1)
+	require.Equal(t, after, (<-sub.ch).GetSha())
 }

@@ -31,6 +31,10 @@ type hub struct {
 
 	kick chan struct{}
 
+	// advanceMu serialises advance, so the follow loop and a new subscriber
+	// never publish the same commits twice.
+	advanceMu sync.Mutex
+
 	mu     sync.Mutex
 	last   plumbing.Hash
 	subs   map[*subscriber]struct{}
@@ -88,6 +92,12 @@ func (h *hub) run(ctx context.Context) {
 
 // advance publishes every commit between the last seen head and main.
 func (h *hub) advance(ctx context.Context) error {
+	h.advanceMu.Lock()
+	defer h.advanceMu.Unlock()
+	return h.advanceLocked(ctx)
+}
+
+func (h *hub) advanceLocked(ctx context.Context) error {
 	head, err := h.repo.Head(ctx)
 	if err != nil {
 		return err
@@ -137,9 +147,15 @@ func (h *hub) closeAll() {
 }
 
 // subscribe registers a subscriber and returns, atomically with that, the
-// commits after fromSHA up to the hub's current position, so nothing falls
-// between the replay and the live feed.
+// commits after fromSHA up to main's head, so nothing falls between the
+// replay and the live feed. The hub first catches up with main: a client
+// that saw a commit land before subscribing must not be sent it as new.
 func (h *hub) subscribe(ctx context.Context, fromSHA, agentID string) (*subscriber, []*memoryv1.CommitInfo, error) {
+	h.advanceMu.Lock()
+	defer h.advanceMu.Unlock()
+	if err := h.advanceLocked(ctx); err != nil {
+		return nil, nil, err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
