@@ -33,7 +33,6 @@ type agentState struct {
 	est *estimator
 
 	snapshot string
-	snapTok  int
 
 	sections [][]string // facts per factSections entry
 	factToks [][]int
@@ -41,7 +40,6 @@ type agentState struct {
 
 	open, closed []loopLine
 	nextLoop     int
-	loopsTok     int
 
 	decisions      string
 	decisionsCount int
@@ -49,6 +47,25 @@ type agentState struct {
 	tlDay          string
 	timeline       string
 	version        int32
+
+	// Exact counts of the Layer 1 files as last written, for meta.json,
+	// which the engine fills from the counter: estimates there would make
+	// the data set's meta.json disagree with its own files.
+	snapCount, factsCount, loopsCount exactCount
+}
+
+// exactCount memoises the counter's count of a file's last content; a
+// commit recounts only the files it changed.
+type exactCount struct {
+	text string
+	n    int
+}
+
+func (e *exactCount) of(c *tokens.Counter, text string) int {
+	if text != e.text { // the zero memo is right for ""
+		e.text, e.n = text, c.Count(text)
+	}
+	return e.n
 }
 
 type loopLine struct {
@@ -95,13 +112,9 @@ func (st *agentState) onboard(day time.Time) {
 		st.closeLoop(day, "run_onboard")
 		st.openLoop(day)
 	}
-	st.loopsTok = st.est.count(st.renderLoops())
 }
 
-func (st *agentState) setSnapshot(s string) {
-	st.snapshot = s
-	st.snapTok = st.est.count(s)
-}
+func (st *agentState) setSnapshot(s string) { st.snapshot = s }
 
 // newSnapshot rewrites the active context, as a run's snapshot replace does.
 func (st *agentState) newSnapshot() {
@@ -233,10 +246,11 @@ func (st *agentState) finish(c *change, at time.Time) {
 	st.version++
 	facts, loops := st.renderFacts(), st.renderLoops()
 	sum := sha256.Sum256([]byte(st.snapshot + "\x00" + facts + "\x00" + loops))
+	snapN, factsN, loopsN := st.snapCount.of(st.est.c, st.snapshot), st.factsCount.of(st.est.c, facts), st.loopsCount.of(st.est.c, loops)
 	meta := memlayout.Meta{
 		AgentID: st.id, Version: st.version, LastUpdate: at, LastRunID: c.runID, LastProposalID: c.proposalID,
-		SnapshotTokenCount: st.snapTok, FactsTokenCount: st.factTok, OpenLoopsTokenCount: st.loopsTok,
-		Layer1TokenCount: st.snapTok + st.factTok + st.loopsTok, OpenLoopsCount: len(st.open),
+		SnapshotTokenCount: snapN, FactsTokenCount: factsN, OpenLoopsTokenCount: loopsN,
+		Layer1TokenCount: snapN + factsN + loopsN, OpenLoopsCount: len(st.open),
 		DecisionsCount: st.decisionsCount, SchemaVersion: memlayout.SchemaVersion, TokenEncoding: tokens.DefaultEncoding,
 		Layer1SHA256: hex.EncodeToString(sum[:]),
 	}

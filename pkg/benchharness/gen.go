@@ -28,8 +28,9 @@ import (
 
 // genVersion changes whenever the generated content changes, so cached data
 // sets of an older generator are rebuilt. 2: sources have the object store's
-// ETag sidecars. 3: each path's newest version packed whole.
-const genVersion = 3
+// ETag sidecars. 3: each path's newest version packed whole. 4: meta.json's
+// token counts are the counter's, not estimates.
+const genVersion = 4
 
 // headEntityLabel is linked only by the last commit: once the entity graph
 // knows it, the graph has replayed the whole history.
@@ -486,9 +487,7 @@ func (g *generator) historyChange(st *agentState, op int8, at time.Time) *change
 	case op < 90:
 		id := st.closeLoop(at, c.runID)
 		st.openLoop(at)
-		loops := st.renderLoops()
-		st.loopsTok = st.est.count(loops)
-		c.files[memlayout.OpenLoopsFile] = loops
+		c.files[memlayout.OpenLoopsFile] = st.renderLoops()
 		c.listed = append(c.listed, memlayout.OpenLoopsFile)
 		c.summary = append(c.summary, "- **open_loops.md:** closed "+id, "- **open_loops.md:** opened "+st.open[len(st.open)-1].id)
 	case op < 95:

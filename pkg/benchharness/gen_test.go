@@ -111,7 +111,11 @@ func TestGenerateDeterministicAndWithinLimits(t *testing.T) {
 		commits := strings.TrimSpace(gitOut(t, repo, "rev-list", "--count", "main", "--", memlayout.AgentDir(id)))
 		require.Equal(t, commits, strconv.Itoa(int(meta.Version)), "%s: version = its commits", id)
 		require.Equal(t, open, meta.OpenLoopsCount)
-		require.InDelta(t, counter.Count(facts), meta.FactsTokenCount, 0.1*float64(meta.FactsTokenCount), "rough counts")
+		// Exact, as the engine writes them.
+		require.Equal(t, counter.Count(snap), meta.SnapshotTokenCount)
+		require.Equal(t, counter.Count(facts), meta.FactsTokenCount)
+		require.Equal(t, counter.Count(loops), meta.OpenLoopsTokenCount)
+		require.Equal(t, meta.SnapshotTokenCount+meta.FactsTokenCount+meta.OpenLoopsTokenCount, meta.Layer1TokenCount)
 	}
 
 	log := gitOut(t, repo, "log", "-1", "--format=%B", "main")
