@@ -98,32 +98,39 @@ func (r *Repo) lookupPath(root plumbing.Hash, path string) (object.TreeEntry, bo
 // ErrInvalidPath for a malformed path and ErrRevisionNotFound for an unknown
 // commit. A symlink's content is its target, as in git.
 func (r *Repo) ReadFile(ctx context.Context, commit plumbing.Hash, path string) ([]byte, error) {
+	data, _, err := r.ReadFileBlob(ctx, commit, path)
+	return data, err
+}
+
+// ReadFileBlob is ReadFile that also returns the file's blob hash, which
+// names its content: callers cache what they derive from a file by it.
+func (r *Repo) ReadFileBlob(ctx context.Context, commit plumbing.Hash, path string) ([]byte, plumbing.Hash, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, plumbing.ZeroHash, err
 	}
 	if err := CheckPath(path); err != nil {
-		return nil, err
+		return nil, plumbing.ZeroHash, err
 	}
 	c, err := r.commitObject(commit)
 	if err != nil {
-		return nil, err
+		return nil, plumbing.ZeroHash, err
 	}
 	e, ok, err := r.lookupPath(c.TreeHash, path)
 	if err != nil {
-		return nil, err
+		return nil, plumbing.ZeroHash, err
 	}
 	if !ok || !e.Mode.IsFile() {
-		return nil, fmt.Errorf("%w: %s at %s", ErrFileNotFound, path, commit)
+		return nil, plumbing.ZeroHash, fmt.Errorf("%w: %s at %s", ErrFileNotFound, path, commit)
 	}
 	o, err := r.objs.get(plumbing.BlobObject, e.Hash)
 	if err != nil {
-		return nil, fmt.Errorf("memrepo: read blob %s (%s): %w", e.Hash, path, err)
+		return nil, plumbing.ZeroHash, fmt.Errorf("memrepo: read blob %s (%s): %w", e.Hash, path, err)
 	}
 	buf, err := copyContent(o)
 	if err != nil {
-		return nil, fmt.Errorf("memrepo: read blob %s (%s): %w", e.Hash, path, err)
+		return nil, plumbing.ZeroHash, fmt.Errorf("memrepo: read blob %s (%s): %w", e.Hash, path, err)
 	}
-	return buf, nil
+	return buf, e.Hash, nil
 }
 
 // copyContent returns a copy of o's content: cached objects stay immutable.

@@ -60,6 +60,8 @@ func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.
 			return r, nil
 		}
 	}
+	files = files.memoized()
+	count := h.svc.counts.counter(files.memo, h.svc.count)
 	if err := h.checkSnapshot(ctx, files); err != nil {
 		return nil, err
 	}
@@ -69,7 +71,7 @@ func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.
 	}
 	meta, _ := memlayout.ParseMeta([]byte(metaRaw)) // an unreadable meta.json reads as version 0
 	if reserveMeta {
-		req.Reserved = h.svc.count(metaRaw)
+		req.Reserved = count(metaRaw)
 	}
 	if extra != nil {
 		if req.Extra, err = extra(); err != nil {
@@ -79,7 +81,7 @@ func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.
 	if req.AlwaysLoad, err = h.svc.alwaysLoad(files); err != nil {
 		return nil, h.unavailable(err)
 	}
-	res, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: h.svc.count}, req)
+	res, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: count}, req)
 	if err != nil {
 		return nil, h.unavailable(err)
 	}

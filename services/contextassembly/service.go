@@ -60,6 +60,8 @@ type Service struct {
 	// reads memoises reads of an agent folder by its tree hash and the
 	// request (see readFolder).
 	reads *lru.Cache[readKey, *folderRead]
+	// counts memoises token counts of files by blob hash.
+	counts *blobCounts
 
 	usage  *usage
 	cancel context.CancelFunc
@@ -72,6 +74,9 @@ type Service struct {
 const (
 	blockCacheSize = 8 << 20
 	readCacheSize  = 64 << 20
+	// blobCountSize holds about 175,000 counts: every Layer 1 file of
+	// 50,000 agents.
+	blobCountSize = 16 << 20
 )
 
 // New returns the service.
@@ -83,7 +88,8 @@ func New(d Deps) (*Service, error) {
 	logger := d.Logger.With("service", "context-assembly")
 	return &Service{deps: d, logger: logger, counter: counter, repo: memrepo.LazyFor(d.Repo, d.RepoPath),
 		blocks: lru.New[plumbing.Hash, []memread.Block](blockCacheSize), reads: lru.New[readKey, *folderRead](readCacheSize),
-		usage: newUsage(d.Usage, logger)}, nil
+		counts: newBlobCounts(blobCountSize),
+		usage:  newUsage(d.Usage, logger)}, nil
 }
 
 // Start runs the usage reporter until Stop.
@@ -162,21 +168,44 @@ type agentFiles struct {
 	commit plumbing.Hash
 	agent  string
 	tree   plumbing.Hash // the agent folder's hash at commit
+	// memo, when set, keeps the files read so far: one request reads
+	// snapshot.md up to three times (snapshot check, ALWAYS_LOAD blocks,
+	// the read itself).
+	memo map[string]memoFile
+}
+
+// memoFile is a file read through a memoized agentFiles.
+type memoFile struct {
+	content string
+	blob    plumbing.Hash
+}
+
+// memoized returns a copy of a whose reads are kept for its lifetime.
+func (a agentFiles) memoized() agentFiles {
+	a.memo = map[string]memoFile{}
+	return a
 }
 
 func (a agentFiles) read(rel string) (string, bool, error) {
+	if f, ok := a.memo[rel]; ok {
+		return f.content, true, nil
+	}
 	f, err := memlayout.Resolve(a.agent, rel)
 	if err != nil {
 		return "", false, err
 	}
-	data, err := a.repo.ReadFile(a.ctx, a.commit, f.Path)
+	data, blob, err := a.repo.ReadFileBlob(a.ctx, a.commit, f.Path)
 	if errors.Is(err, memrepo.ErrFileNotFound) {
 		return "", false, nil
 	}
 	if err != nil {
 		return "", false, err
 	}
-	return string(data), true, nil
+	content := string(data)
+	if a.memo != nil {
+		a.memo[rel] = memoFile{content: content, blob: blob}
+	}
+	return content, true, nil
 }
 
 func (a agentFiles) list(dir string) ([]string, error) {
