@@ -342,3 +342,10 @@ func TestInterruptedPassResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int32(total+1), status.GetDocuments())
 }
+
+func TestSourcesPollBacksOffWithItsCost(t *testing.T) {
+	require.Equal(t, 10*time.Second, sourcesPollAfter(10*time.Second, 0))
+	require.Equal(t, 10*time.Second, sourcesPollAfter(10*time.Second, 100*time.Millisecond))
+	// A listing of a second (20,000 sources) waits 20 s: under 5 % of a core.
+	require.Equal(t, 20*time.Second, sourcesPollAfter(10*time.Second, time.Second))
+}
