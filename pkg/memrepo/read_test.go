@@ -318,3 +318,23 @@ func mustOpen(t *testing.T, path string) *Repo {
 	require.NoError(t, err)
 	return r
 }
+
+func TestReadTextBlob(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRepo(t)
+	h := commit(t, r, "seed", put("memory/a/facts.md", "- one\n"), put("memory/a/snapshot.md", "# S\n"))
+	want := strings.TrimSpace(mustGit(t, r.Path(), "rev-parse", h.String()+":memory/a/facts.md"))
+	// The writer's objects are cached as written; a fresh handle reads the pack.
+	for _, repo := range []*Repo{r, mustOpen(t, r.Path())} {
+		text, blob, err := repo.ReadTextBlob(ctx, h, "memory/a/facts.md")
+		require.NoError(t, err)
+		require.Equal(t, "- one\n", text)
+		require.Equal(t, want, blob.String())
+	}
+	_, _, err := r.ReadTextBlob(ctx, h, "memory/a/nope.md")
+	require.ErrorIs(t, err, ErrFileNotFound)
+	_, _, err = r.ReadTextBlob(ctx, h, "memory/a")
+	require.ErrorIs(t, err, ErrFileNotFound, "a directory is not a file")
+	_, _, err = r.ReadTextBlob(ctx, h, "../x")
+	require.ErrorIs(t, err, ErrInvalidPath)
+}

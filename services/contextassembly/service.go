@@ -194,14 +194,13 @@ func (a agentFiles) read(rel string) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	data, blob, err := a.repo.ReadFileBlob(a.ctx, a.commit, f.Path)
+	content, blob, err := a.repo.ReadTextBlob(a.ctx, a.commit, f.Path)
 	if errors.Is(err, memrepo.ErrFileNotFound) {
 		return "", false, nil
 	}
 	if err != nil {
 		return "", false, err
 	}
-	content := string(data)
 	if a.memo != nil {
 		a.memo[rel] = memoFile{content: content, blob: blob}
 	}
