@@ -215,8 +215,9 @@ func (h *handler) sources(ctx context.Context, agent string) ([]*memoryv1.Contex
 		if err != nil {
 			return out, err
 		}
+		content := string(data)
 		out = append(out, &memoryv1.ContextSection{Kind: "source", File: info.Key, Commit: got.ETag,
-			Content: string(data), Tokens: int32(h.svc.count(string(data)))})
+			Content: content, Tokens: int32(h.svc.counts.source(info.Key, got.ETag, content, h.svc.count))})
 	}
 	return out, nil
 }

@@ -1,6 +1,8 @@
 package contextassembly
 
 import (
+	"crypto/sha1"
+
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/garden-bloom/memory/pkg/lru"
@@ -41,4 +43,21 @@ func (b *blobCounts) counter(memo map[string]memoFile, count func(string) int) f
 		}
 		return count(text)
 	}
+}
+
+// source counts an object-store source once per version: its ETag names
+// the version of key as a blob hash names a file's content. An
+// AssembleContext counts the agent's sources on every call, and at 10,000
+// agents (20,000 sources) the counter has seen few of them.
+func (b *blobCounts) source(key, etag, content string, count func(string) int) int {
+	if etag == "" {
+		return count(content)
+	}
+	id := plumbing.Hash(sha1.Sum([]byte("source\x00" + key + "\x00" + etag)))
+	if n, ok := b.cache.Get(id); ok {
+		return n
+	}
+	n := count(content)
+	b.cache.Put(id, n, blobCountCost)
+	return n
 }

@@ -34,3 +34,20 @@ func TestBlobCountsCountEachBlobOnce(t *testing.T) {
 	require.Equal(t, len(edited), b.counter(map[string]memoFile{"snapshot.md": {edited, blob(edited)}}, count)(edited))
 	require.Equal(t, 6, calls)
 }
+
+func TestSourceCountsByVersion(t *testing.T) {
+	calls := 0
+	count := func(s string) int { calls++; return len(s) }
+	b := newBlobCounts(1 << 20)
+	key := "agents/a/sources/guide.md"
+	require.Equal(t, 5, b.source(key, "etag-1", "hello", count))
+	require.Equal(t, 5, b.source(key, "etag-1", "hello", count))
+	require.Equal(t, 1, calls)
+	// A new version (ETag) or another key is counted afresh.
+	require.Equal(t, 6, b.source(key, "etag-2", "hello!", count))
+	require.Equal(t, 5, b.source("agents/b/sources/guide.md", "etag-1", "howdy", count))
+	// Without an ETag nothing names the version: counted every time.
+	require.Equal(t, 3, b.source(key, "", "hey", count))
+	require.Equal(t, 3, b.source(key, "", "hey", count))
+	require.Equal(t, 5, calls)
+}
