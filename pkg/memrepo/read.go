@@ -111,8 +111,8 @@ func (r *Repo) ReadFile(ctx context.Context, commit plumbing.Hash, path string) 
 
 // ReadTextBlob is ReadFile for callers that want a string, with the file's
 // blob hash, which names its content (callers cache what they derive from a
-// file by it). It copies the content once, where string(ReadFile) copies it
-// twice: reads of cold agents allocate little else.
+// file by it). It copies a packed file once, where string(ReadFile) copies
+// it twice: reads of cold agents allocate little else.
 func (r *Repo) ReadTextBlob(ctx context.Context, commit plumbing.Hash, path string) (string, plumbing.Hash, error) {
 	o, h, err := r.fileObject(ctx, commit, path)
 	if err != nil {

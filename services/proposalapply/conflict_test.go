@@ -293,3 +293,33 @@ func TestWatchCommitsStartsAtMainsHead(t *testing.T) {
 	require.Len(t, sub.ch, 1)
 	require.Equal(t, after, (<-sub.ch).GetSha())
 }
+
+// When the hub cannot follow main (a person force-pushed an unrelated
+// history), subscribing still works: from where the stream is, as the
+// follow loop keeps logging the problem.
+func TestWatchCommitsSubscribesWhenMainCannotBeFollowed(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	h := newHub(e.repo, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour)
+	require.NoError(t, h.start(ctx))
+	wt := filepath.Join(t.TempDir(), "wt")
+	git := func(dir string, args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=P", "GIT_AUTHOR_EMAIL=p@example.org", "GIT_COMMITTER_NAME=P", "GIT_COMMITTER_EMAIL=p@example.org")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	git(".", "clone", "-q", "--branch", "main", e.repo.Path(), wt)
+	git(wt, "checkout", "-q", "--orphan", "other")
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "README.md"), []byte("rewritten\n"), 0o644))
+	git(wt, "add", "-A")
+	git(wt, "commit", "-q", "-m", "unrelated history")
+	git(wt, "push", "-q", "-f", "origin", "other:main")
+	require.Error(t, h.advance(ctx), "main is no longer a descendant of the stream's position")
+
+	sub, replay, err := h.subscribe(ctx, "", "")
+	require.NoError(t, err)
+	require.Empty(t, replay)
+	require.NotNil(t, sub)
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
@@ -482,6 +483,9 @@ func (h *handler) WatchCommits(req *memoryv1.WatchCommitsRequest, stream memoryv
 	if err != nil {
 		if apierr.Info(err) != nil {
 			return err
+		}
+		if ctx.Err() != nil {
+			return status.FromContextError(ctx.Err()).Err() // the caller left; nothing failed
 		}
 		return h.internal(err, "reading history")
 	}

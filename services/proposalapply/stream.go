@@ -153,8 +153,18 @@ func (h *hub) closeAll() {
 func (h *hub) subscribe(ctx context.Context, fromSHA, agentID string) (*subscriber, []*memoryv1.CommitInfo, error) {
 	h.advanceMu.Lock()
 	defer h.advanceMu.Unlock()
-	if err := h.advanceLocked(ctx); err != nil {
-		return nil, nil, err
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if !closed {
+		if err := h.advanceLocked(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			// The follow loop logs and retries this too; the subscriber
+			// starts where the stream is rather than not at all.
+			h.logger.Warn("commit stream: catching up with main failed", "err", err)
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

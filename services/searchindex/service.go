@@ -165,7 +165,7 @@ func (s *Service) openRepo() (*memrepo.Repo, error) { return s.repo.Get() }
 func (s *Service) syncLoop(ctx context.Context) {
 	head := time.NewTicker(s.cfg.HeadPoll)
 	defer head.Stop()
-	sources := time.NewTimer(sourcesPollAfter(s.cfg.SourcesPoll, s.syncSources(ctx)))
+	sources := time.NewTimer(s.syncSources(ctx))
 	defer sources.Stop()
 	for {
 		select {
@@ -174,7 +174,7 @@ func (s *Service) syncLoop(ctx context.Context) {
 		case <-s.kick:
 		case <-head.C:
 		case <-sources.C:
-			sources.Reset(sourcesPollAfter(s.cfg.SourcesPoll, s.syncSources(ctx)))
+			sources.Reset(s.syncSources(ctx))
 			continue
 		}
 		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
@@ -249,36 +249,48 @@ func (s *Service) catchUp(ctx context.Context) error {
 	return nil
 }
 
-// sourcesCostFactor: the next listing of the sources waits at least this
-// many times as long as the last one took. Listing every source costs a stat
-// and a sidecar read per object, about a second at 10,000 agents (20,000
-// sources), which every 10 s was a tenth of a core taken from reads; this
-// keeps it under 1/(sourcesCostFactor+1) of one.
-const sourcesCostFactor = 20
+// sourcesCostFactor: after a listing that found nothing to index, the next
+// one waits at least this many times as long as it took. Listing every
+// source costs a stat and a sidecar read per object, about a second at
+// 10,000 agents (20,000 sources), which every 10 s was a tenth of a core
+// taken from reads; this keeps it under 1/(sourcesCostFactor+1) of one. The
+// wait is at most sourcesPollMaxFactor polls, so a new source is never
+// unsearchable for long.
+const (
+	sourcesCostFactor    = 20
+	sourcesPollMaxFactor = 10
+)
 
-// sourcesPollAfter is when to list the sources again after a listing that
-// took took.
-func sourcesPollAfter(poll, took time.Duration) time.Duration {
-	return max(poll, sourcesCostFactor*took)
+// sourcesPollAfter is when to list the sources again after a pass that
+// took took and indexed changed sources. A pass that indexed something
+// spent its time indexing, not listing: the next one comes after poll.
+func sourcesPollAfter(poll, took time.Duration, changed int) time.Duration {
+	if changed > 0 {
+		return poll
+	}
+	return min(max(poll, sourcesCostFactor*took), sourcesPollMaxFactor*poll)
 }
 
-// syncSources indexes what changed among the sources and returns how long
-// that took.
+// syncSources indexes what changed among the sources and returns when to
+// look again.
 func (s *Service) syncSources(ctx context.Context) time.Duration {
 	if s.deps.Blobs == nil {
-		return 0
+		return s.cfg.SourcesPoll
 	}
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	start := time.Now()
 	n, err := indexSources(ctx, s.deps.Blobs, s.index, s.index.Files())
 	switch {
-	case err != nil && ctx.Err() == nil:
-		s.logger.Warn("indexing sources failed; will retry", "err", err)
+	case err != nil:
+		if ctx.Err() == nil {
+			s.logger.Warn("indexing sources failed; will retry", "err", err)
+		}
+		return s.cfg.SourcesPoll
 	case n > 0:
 		s.logger.Info("indexed sources", "changed", n)
 	}
-	return time.Since(start)
+	return sourcesPollAfter(s.cfg.SourcesPoll, time.Since(start), n)
 }
 
 // Reindex rebuilds the whole index from main and the sources in the

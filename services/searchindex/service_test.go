@@ -344,8 +344,13 @@ func TestInterruptedPassResumes(t *testing.T) {
 }
 
 func TestSourcesPollBacksOffWithItsCost(t *testing.T) {
-	require.Equal(t, 10*time.Second, sourcesPollAfter(10*time.Second, 0))
-	require.Equal(t, 10*time.Second, sourcesPollAfter(10*time.Second, 100*time.Millisecond))
+	poll := 10 * time.Second
+	require.Equal(t, poll, sourcesPollAfter(poll, 0, 0))
+	require.Equal(t, poll, sourcesPollAfter(poll, 100*time.Millisecond, 0))
 	// A listing of a second (20,000 sources) waits 20 s: under 5 % of a core.
-	require.Equal(t, 20*time.Second, sourcesPollAfter(10*time.Second, time.Second))
+	require.Equal(t, 20*time.Second, sourcesPollAfter(poll, time.Second, 0))
+	// Never more than ten polls, however slow the listing.
+	require.Equal(t, 100*time.Second, sourcesPollAfter(poll, time.Minute, 0))
+	// A pass that indexed sources spent its time indexing: no back-off.
+	require.Equal(t, poll, sourcesPollAfter(poll, 3*time.Minute, 20000))
 }
