@@ -1,29 +1,45 @@
 package contextassembly
 
 import (
-	"crypto/sha1"
-
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/garden-bloom/memory/pkg/lru"
 )
 
-// blobCounts remembers token counts by blob hash. A blob hash names a
-// file's content, so its count never changes, and an entry is a few dozen
-// bytes: it holds the counts of every agent's files where the read cache
-// holds the reads of a few thousand. Without it, a read that misses the read
-// cache (most reads, once agents outnumber it) counts its files again, and
-// counting was a quarter of such a read (issue #9 profile at 10,000 agents).
+// blobCounts remembers token counts by what names a content: a file's blob
+// hash, or an object-store source's key and ETag. Such a count never
+// changes, and an entry is a few dozen bytes: it holds the counts of every
+// agent's files where the read cache holds the reads of a few thousand.
+// Without it, a read that misses the read cache (most reads, once agents
+// outnumber it) counts its files again, and counting was a quarter of such
+// a read (issue #9 profile at 10,000 agents).
 type blobCounts struct {
-	cache *lru.Cache[plumbing.Hash, int]
+	cache *lru.Cache[countKey, int]
+}
+
+// countKey names a content: blob for a file of the repository, source and
+// etag for an object-store source.
+type countKey struct {
+	blob         plumbing.Hash
+	source, etag string
 }
 
 // blobCountCost is the approximate bytes of an entry (key, value, list and
-// map overhead).
-const blobCountCost = 96
+// map overhead), besides a source key's strings.
+const blobCountCost = 128
 
 func newBlobCounts(size int64) *blobCounts {
-	return &blobCounts{cache: lru.New[plumbing.Hash, int](size)}
+	return &blobCounts{cache: lru.New[countKey, int](size)}
+}
+
+// get returns the count of the content named k, counting text once.
+func (b *blobCounts) get(k countKey, text string, count func(string) int) int {
+	if n, ok := b.cache.Get(k); ok {
+		return n
+	}
+	n := count(text)
+	b.cache.Put(k, n, blobCountCost+int64(len(k.source)+len(k.etag)))
+	return n
 }
 
 // counter returns count, except that text which is a whole file of memo is
@@ -31,15 +47,9 @@ func newBlobCounts(size int64) *blobCounts {
 func (b *blobCounts) counter(memo map[string]memoFile, count func(string) int) func(string) int {
 	return func(text string) int {
 		for _, f := range memo {
-			if len(f.content) != len(text) || f.content != text {
-				continue
+			if len(f.content) == len(text) && f.content == text {
+				return b.get(countKey{blob: f.blob}, text, count)
 			}
-			if n, ok := b.cache.Get(f.blob); ok {
-				return n
-			}
-			n := count(text)
-			b.cache.Put(f.blob, n, blobCountCost)
-			return n
 		}
 		return count(text)
 	}
@@ -53,11 +63,5 @@ func (b *blobCounts) source(key, etag, content string, count func(string) int) i
 	if etag == "" {
 		return count(content)
 	}
-	id := plumbing.Hash(sha1.Sum([]byte("source\x00" + key + "\x00" + etag)))
-	if n, ok := b.cache.Get(id); ok {
-		return n
-	}
-	n := count(content)
-	b.cache.Put(id, n, blobCountCost)
-	return n
+	return b.get(countKey{source: key, etag: etag}, content, count)
 }

@@ -74,8 +74,8 @@ type Service struct {
 const (
 	blockCacheSize = 8 << 20
 	readCacheSize  = 64 << 20
-	// blobCountSize holds about 175,000 counts: every Layer 1 file of
-	// 50,000 agents.
+	// blobCountSize holds about 130,000 counts: the Layer 1 files and
+	// meta.json of 30,000 agents.
 	blobCountSize = 16 << 20
 )
 
