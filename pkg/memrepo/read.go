@@ -102,11 +102,7 @@ func (r *Repo) ReadFile(ctx context.Context, commit plumbing.Hash, path string) 
 	if err != nil {
 		return nil, err
 	}
-	buf, err := copyContent(o)
-	if err != nil {
-		return nil, fmt.Errorf("memrepo: read blob %s (%s): %w", h, path, err)
-	}
-	return buf, nil
+	return fileContent(o, h, path)
 }
 
 // ReadTextBlob is ReadFile for callers that want a string, with the file's
@@ -121,11 +117,20 @@ func (r *Repo) ReadTextBlob(ctx context.Context, commit plumbing.Hash, path stri
 	if po, ok := o.(*packedObject); ok {
 		return string(po.cont), h, nil
 	}
-	buf, err := copyContent(o)
+	buf, err := fileContent(o, h, path)
 	if err != nil {
-		return "", plumbing.ZeroHash, fmt.Errorf("memrepo: read blob %s (%s): %w", h, path, err)
+		return "", plumbing.ZeroHash, err
 	}
 	return string(buf), h, nil
+}
+
+// fileContent is copyContent for the blob h of the file at path.
+func fileContent(o plumbing.EncodedObject, h plumbing.Hash, path string) ([]byte, error) {
+	buf, err := copyContent(o)
+	if err != nil {
+		return nil, fmt.Errorf("memrepo: read blob %s (%s): %w", h, path, err)
+	}
+	return buf, nil
 }
 
 // fileObject returns the (shared, immutable) blob object of the file at
