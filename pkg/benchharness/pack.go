@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+
+	"github.com/garden-bloom/memory/pkg/gitdelta"
 )
 
 // A git pack (format v2) and its index (v2), written directly. `git
@@ -127,7 +129,7 @@ func (e *encoder) delta(typ int, content, old []byte, baseDepth int) (entry, boo
 	if baseDepth < 0 || baseDepth >= maxDeltaDepth {
 		return e.full(typ, content), false
 	}
-	d, ok := prefixSuffixDelta(old, content)
+	d, ok := gitdelta.PrefixSuffix(old, content)
 	if !ok {
 		return e.full(typ, content), false
 	}
@@ -142,108 +144,14 @@ func (e *encoder) spliceDelta(typ int, content []byte, oldLen, at, n, baseDepth,
 	if baseDepth < 0 || baseDepth >= maxDepth {
 		return e.full(typ, content), false
 	}
-	d := binary.AppendUvarint(nil, uint64(oldLen))
-	d = binary.AppendUvarint(d, uint64(len(content)))
-	d = appendCopy(d, 0, at)
-	for ins := content[at : at+n]; len(ins) > 0; {
-		k := min(len(ins), 127)
-		d = append(d, byte(k))
-		d = append(d, ins[:k]...)
-		ins = ins[k:]
-	}
+	d := gitdelta.AppendHeader(nil, oldLen, len(content))
+	d = gitdelta.AppendCopy(d, 0, at)
+	d = gitdelta.AppendInsert(d, content[at:at+n])
 	if at < oldLen {
-		d = appendCopy(d, at+n, oldLen-at-n)
+		d = gitdelta.AppendCopy(d, at+n, oldLen-at-n)
 	}
 	return entry{id: hashObject(typ, content), body: append(entryHeader(objOfsDelta, len(d)), e.compress(d)...),
 		baseIdx: -1, depth: baseDepth + 1}, true
-}
-
-// prefixSuffixDelta encodes new as: copy old's common prefix, insert the
-// middle, copy old's common suffix (git's delta format). ok is false when
-// the insert would be most of the object.
-func prefixSuffixDelta(old, new []byte) ([]byte, bool) {
-	p := commonPrefix(byteSeq{b: old}, byteSeq{b: new})
-	s := commonPrefix(reversed(old[p:]), reversed(new[p:]))
-	mid := new[p : len(new)-s]
-	if len(mid) > len(new)/2 {
-		return nil, false
-	}
-	d := binary.AppendUvarint(nil, uint64(len(old)))
-	d = binary.AppendUvarint(d, uint64(len(new)))
-	d = appendCopy(d, 0, p)
-	for len(mid) > 0 {
-		n := min(len(mid), 127)
-		d = append(d, byte(n))
-		d = append(d, mid[:n]...)
-		mid = mid[n:]
-	}
-	d = appendCopy(d, len(old)-s, s)
-	return d, true
-}
-
-// commonPrefix is the length of the common prefix of a and b.
-func commonPrefix(a, b byteSeq) int {
-	n := min(a.len(), b.len())
-	i := 0
-	for i+8 <= n && a.word(i) == b.word(i) {
-		i += 8
-	}
-	for i < n && a.at(i) == b.at(i) {
-		i++
-	}
-	return i
-}
-
-// byteSeq reads a byte slice forwards or backwards.
-type byteSeq struct {
-	b   []byte
-	rev bool
-}
-
-func reversed(b []byte) byteSeq { return byteSeq{b: b, rev: true} }
-
-func (s byteSeq) len() int { return len(s.b) }
-
-func (s byteSeq) at(i int) byte {
-	if s.rev {
-		return s.b[len(s.b)-1-i]
-	}
-	return s.b[i]
-}
-
-// word returns bytes i..i+7 (in reading order) as one comparable value.
-func (s byteSeq) word(i int) uint64 {
-	if s.rev {
-		return binary.LittleEndian.Uint64(s.b[len(s.b)-8-i:])
-	}
-	return binary.LittleEndian.Uint64(s.b[i:])
-}
-
-// appendCopy appends copy instructions for old[off:off+n], in pieces of at
-// most 64 KiB.
-func appendCopy(d []byte, off, n int) []byte {
-	for n > 0 {
-		size := min(n, 0x10000)
-		op := len(d)
-		d = append(d, 0x80)
-		for i := range 4 {
-			if b := byte(off >> (8 * i)); b != 0 {
-				d[op] |= 1 << i
-				d = append(d, b)
-			}
-		}
-		if size != 0x10000 {
-			for i := range 3 {
-				if b := byte(size >> (8 * i)); b != 0 {
-					d[op] |= 0x10 << i
-					d = append(d, b)
-				}
-			}
-		}
-		off += size
-		n -= size
-	}
-	return d
 }
 
 // packWriter appends entries to objects/pack/tmp-*.pack and writes the

@@ -43,8 +43,9 @@ const (
 // pack (a pack that vanishes before the commit freshens it just makes the
 // commit write the object again).
 //
-// Only flat packs (no deltas, as memrepo writes them) are merged, and only
-// ones git is not using specially (no .keep, .promisor, .mtimes or .bitmap),
+// Only packs without OFS_DELTA entries are merged (memrepo's deltas are
+// REF_DELTAs, which name their base by hash and so survive being copied
+// into another pack with it), and only ones git is not using specially (no .keep, .promisor, .mtimes or .bitmap),
 // so packs from git gc or a push are left alone. Crash safety: the merged
 // pack is durable (fsynced, renamed, directory fsynced) before any old pack
 // is deleted, so every object stays present at every instant; a crash in
@@ -140,8 +141,9 @@ func geometricRollup(packs []mergeable) []mergeable {
 	return packs[:split]
 }
 
-// errNotFlat marks a pack with deltas: not one memrepo wrote, so not merged.
-var errNotFlat = errors.New("pack has delta entries")
+// errOffsetDelta marks a pack with OFS_DELTA entries (git's repacks): their
+// bases are named by position, which copying would change, so not merged.
+var errOffsetDelta = errors.New("pack has offset delta entries")
 
 // merge copies the entries of packs into one new pack (each object once),
 // publishes it and only then deletes the old packs.
@@ -160,7 +162,7 @@ func (s *objectStore) merge(packs []mergeable) error {
 	clear(seen) // now: objects already copied
 	for _, p := range packs {
 		err := s.copyEntries(pw, p, seen)
-		if errors.Is(err, errNotFlat) {
+		if errors.Is(err, errOffsetDelta) {
 			s.unmergeable[p.name] = true
 			return nil // try again without it next time
 		}
@@ -232,8 +234,10 @@ func (s *objectStore) copyEntries(pw *packWriter, p mergeable, done map[plumbing
 		if crc32.ChecksumIEEE(entry) != e.CRC32 {
 			return fmt.Errorf("entry %s: CRC-32 mismatch (corrupt pack)", e.Hash)
 		}
-		if t := entryType(entry); t < plumbing.CommitObject || t > plumbing.TagObject {
-			return errNotFlat
+		// A REF_DELTA's base is in the same pack (packs on disk are
+		// self-contained), so it is copied too, or was already.
+		if t := entryType(entry); t != entryRefDelta && (t < plumbing.CommitObject || t > plumbing.TagObject) {
+			return errOffsetDelta
 		}
 		if done[e.Hash] {
 			continue

@@ -18,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/klauspost/compress/zlib"
+
+	"github.com/garden-bloom/memory/pkg/gitdelta"
 )
 
 // New objects are written as packs, not as loose objects: one pack (plus its
@@ -29,19 +31,23 @@ import (
 // creation, and a chain of fifty commits would create 350 files. A pack
 // makes it two files and two fsyncs per chain.
 //
-// The packs are "flat": every entry is a whole zlib-compressed object, no
-// deltas. That keeps writing cheap (no delta search on the hot path) and lets
-// CompactPacks merge packs by copying entries byte for byte. git reads them
-// like any other pack; `git gc` deltifies them when an operator runs it.
+// Entries are whole zlib-compressed objects, except trees that replace a
+// tree written earlier in the same pack (the memory/ tree of each commit of
+// a chain after the first): those are REF_DELTAs against it, found from the
+// common prefix and suffix of the two versions, so no delta search runs on
+// the hot path. A REF_DELTA names its base by hash, not by position, so
+// CompactPacks still merges packs by copying entries byte for byte. git
+// reads them like any other pack; `git gc` deltifies the rest when an
+// operator runs it.
 
 // packDir returns objects/pack.
 func (s *objectStore) packDir() string { return filepath.Join(s.dir, "pack") }
 
-// writeNew makes objs durable: objects already in the repository are
-// reused instead of written again (see reuse), the rest go into one new
-// pack. It returns once everything is on disk.
-func (s *objectStore) writeNew(objs []*plumbing.MemoryObject) error {
-	fresh, err := s.withoutStored(objs)
+// writeNew makes a chain's objects durable: objects already in the
+// repository are reused instead of written again (see reuse), the rest go
+// into one new pack. It returns once everything is on disk.
+func (s *objectStore) writeNew(set *objectSet) error {
+	fresh, err := s.withoutStored(set.list)
 	if err != nil {
 		return err
 	}
@@ -56,14 +62,17 @@ func (s *objectStore) writeNew(objs []*plumbing.MemoryObject) error {
 		return err
 	}
 	defer pw.abort()
+	written := make(map[plumbing.Hash]bool, len(fresh))
 	for _, o := range fresh {
-		entry, err := encodeEntry(o)
+		h := o.Hash()
+		entry, err := set.encode(o, written)
 		if err != nil {
-			return fmt.Errorf("memrepo: encode object %s: %w", o.Hash(), err)
+			return fmt.Errorf("memrepo: encode object %s: %w", h, err)
 		}
-		if err := pw.add(o.Hash(), entry, crc32.ChecksumIEEE(entry)); err != nil {
+		if err := pw.add(h, entry, crc32.ChecksumIEEE(entry)); err != nil {
 			return err
 		}
+		written[h] = true
 	}
 	p, err := pw.finish()
 	if err != nil {
@@ -172,34 +181,63 @@ func (s *objectStore) replacePacks(removed map[string]bool, added *packIndex) {
 	s.packs = packs
 }
 
+// encode returns the pack entry of o: a REF_DELTA against the tree it
+// replaced when that one is in written (this pack, earlier) and the delta
+// pays, else the whole object.
+func (set *objectSet) encode(o *plumbing.MemoryObject, written map[plumbing.Hash]bool) ([]byte, error) {
+	base, ok := set.deltaBases[o.Hash()]
+	if !ok || !written[base.hash] {
+		return encodeEntry(o)
+	}
+	delta, ok := gitdelta.PrefixSuffix(set.treeContent[base.hash], set.treeContent[o.Hash()])
+	if !ok {
+		return encodeEntry(o)
+	}
+	var buf bytes.Buffer
+	writeEntryHeader(&buf, entryRefDelta, int64(len(delta)))
+	buf.Write(base.hash[:])
+	if err := compressInto(&buf, bytes.NewReader(delta)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 // encodeEntry returns the pack entry of o: git's type-and-size header
-// (3 type bits, then the size 4 + 7n bits at a time, little end first)
 // followed by the zlib-compressed content.
 func encodeEntry(o *plumbing.MemoryObject) ([]byte, error) {
-	size := o.Size()
 	var buf bytes.Buffer
-	c := byte(o.Type())<<4 | byte(size&0x0f)
-	for size >>= 4; size > 0; size >>= 7 {
-		buf.WriteByte(c | 0x80)
-		c = byte(size & 0x7f)
-	}
-	buf.WriteByte(c)
-
-	zw := zlibPool.Get().(*zlib.Writer)
-	defer zlibPool.Put(zw)
-	zw.Reset(&buf)
+	writeEntryHeader(&buf, int(o.Type()), o.Size())
 	r, err := o.Reader()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	if _, err := io.Copy(zw, r); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
+	if err := compressInto(&buf, r); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// writeEntryHeader writes an entry's type and size: 3 type bits, then the
+// size 4 + 7n bits at a time, little end first.
+func writeEntryHeader(buf *bytes.Buffer, typ int, size int64) {
+	c := byte(typ)<<4 | byte(size&0x0f)
+	for size >>= 4; size > 0; size >>= 7 {
+		buf.WriteByte(c | 0x80)
+		c = byte(size & 0x7f)
+	}
+	buf.WriteByte(c)
+}
+
+// compressInto appends the zlib stream of r's bytes to buf.
+func compressInto(buf *bytes.Buffer, r io.Reader) error {
+	zw := zlibPool.Get().(*zlib.Writer)
+	defer zlibPool.Put(zw)
+	zw.Reset(buf)
+	if _, err := io.Copy(zw, r); err != nil {
+		return err
+	}
+	return zw.Close()
 }
 
 // entryType returns the object type of a pack entry from its first byte.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/klauspost/compress/zlib"
+
+	"github.com/garden-bloom/memory/pkg/gitdelta"
 )
 
 // Pack entries are read here rather than through go-git's packfile reader,
@@ -88,7 +90,7 @@ func (s *objectStore) readEntry(p *packIndex, f *os.File, h plumbing.Hash, off i
 	if err != nil {
 		return nil, err
 	}
-	cont, err := patchDelta(base.cont, data)
+	cont, err := gitdelta.Patch(base.cont, data, maxEntrySize)
 	if err != nil {
 		return nil, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
 	}
@@ -247,94 +249,4 @@ func inflate(br *bufio.Reader, size int64) ([]byte, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// patchDelta applies a git delta (gitformat-pack(5), "Deltified
-// representation") to base: the base and result sizes, then instructions
-// that copy a range of the base or insert literal bytes.
-func patchDelta(base, delta []byte) ([]byte, error) {
-	srcSize, delta, err := deltaSize(delta)
-	if err != nil {
-		return nil, err
-	}
-	if srcSize != uint64(len(base)) {
-		return nil, fmt.Errorf("delta base size %d, base is %d", srcSize, len(base))
-	}
-	dstSize, delta, err := deltaSize(delta)
-	if err != nil {
-		return nil, err
-	}
-	if dstSize > maxEntrySize {
-		return nil, fmt.Errorf("delta result size %d out of range", dstSize)
-	}
-	out := make([]byte, 0, dstSize)
-	for len(delta) > 0 {
-		cmd := delta[0]
-		delta = delta[1:]
-		switch {
-		case cmd&0x80 != 0: // copy from the base
-			var off, n uint64
-			var ok bool
-			if off, delta, ok = copyOperand(cmd, 4, delta); !ok {
-				return nil, errors.New("truncated copy")
-			}
-			if n, delta, ok = copyOperand(cmd>>4, 3, delta); !ok {
-				return nil, errors.New("truncated copy")
-			}
-			if n == 0 {
-				n = 0x10000
-			}
-			if off+n > uint64(len(base)) || uint64(len(out))+n > dstSize {
-				return nil, errors.New("copy out of range")
-			}
-			out = append(out, base[off:off+n]...)
-		case cmd != 0: // insert cmd literal bytes
-			n := int(cmd)
-			if n > len(delta) || uint64(len(out)+n) > dstSize {
-				return nil, errors.New("insert out of range")
-			}
-			out = append(out, delta[:n]...)
-			delta = delta[n:]
-		default:
-			return nil, errors.New("reserved delta instruction 0")
-		}
-	}
-	if uint64(len(out)) != dstSize {
-		return nil, fmt.Errorf("delta result is %d bytes, header says %d", len(out), dstSize)
-	}
-	return out, nil
-}
-
-// copyOperand reads a copy instruction's offset (bits 0-3 of its command)
-// or size (bits 4-6, shifted down): one byte, little end first, for each
-// bit of the low `bits` bits of present that is set.
-func copyOperand(present byte, bits int, delta []byte) (uint64, []byte, bool) {
-	var v uint64
-	for i := range bits {
-		if present&(1<<i) != 0 {
-			if len(delta) == 0 {
-				return 0, nil, false
-			}
-			v |= uint64(delta[0]) << (8 * i)
-			delta = delta[1:]
-		}
-	}
-	return v, delta, true
-}
-
-// deltaSize parses one of a delta's two leading sizes (7 bits a byte,
-// little end first).
-func deltaSize(b []byte) (uint64, []byte, error) {
-	var v uint64
-	for shift := 0; ; shift += 7 {
-		if len(b) == 0 || shift > 63 {
-			return 0, nil, errors.New("bad delta size")
-		}
-		c := b[0]
-		b = b[1:]
-		v |= uint64(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v, b, nil
-		}
-	}
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/stretchr/testify/require"
 )
 
@@ -133,27 +132,6 @@ func TestReadPackedCorruption(t *testing.T) {
 			}
 		}
 	}
-}
-
-// patchDelta agrees with go-git's PatchDelta on random deltas, valid or not.
-func FuzzPatchDelta(f *testing.F) {
-	base := []byte("the base text of a delta, long enough to copy ranges out of\n")
-	f.Add(base, []byte{byte(len(base)), 5, 0x90, 5, 0x91, 0, 0})
-	f.Add(base, []byte{byte(len(base)), 3, 3, 'a', 'b', 'c'})
-	f.Add(base, []byte{byte(len(base)), 0})
-	f.Fuzz(func(t *testing.T, base, delta []byte) {
-		if len(base) == 0 {
-			return // go-git refuses empty bases outright
-		}
-		want, werr := packfile.PatchDelta(base, delta)
-		got, gerr := patchDelta(base, delta)
-		if gerr == nil && werr == nil {
-			require.True(t, bytes.Equal(want, got), "go-git %q, ours %q", want, got)
-		}
-		if gerr == nil && werr != nil {
-			t.Fatalf("accepted a delta go-git refuses (%v): %q", werr, got)
-		}
-	})
 }
 
 func TestEntryHeaders(t *testing.T) {

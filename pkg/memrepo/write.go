@@ -264,7 +264,7 @@ func (r *Repo) publish(ctx context.Context, parent plumbing.Hash, objs *objectSe
 	// fsynced concurrently with the objects.
 	lockErr := make(chan error, 1)
 	go func() { lockErr <- lock.write(hashes[len(hashes)-1]) }()
-	objErr := r.objs.writeNew(objs.list)
+	objErr := r.objs.writeNew(objs)
 	if err := errors.Join(objErr, <-lockErr); err != nil {
 		return nil, err
 	}
@@ -290,10 +290,51 @@ type objectSet struct {
 	// trees holds the entries of the trees built so far (read-only), so the
 	// next commit of the chain need not decode them again.
 	trees map[plumbing.Hash][]object.TreeEntry
+	// treeContent holds the encoded trees built so far, and deltaBases
+	// names for a tree the earlier version of the chain it replaced: the
+	// pack stores it as a delta against that version (see writeNew).
+	treeContent map[plumbing.Hash][]byte
+	deltaBases  map[plumbing.Hash]deltaBase
 }
 
+// deltaBase is the tree a new tree may be stored as a delta against, and
+// how long the chain of deltas to it would then be.
+type deltaBase struct {
+	hash  plumbing.Hash
+	depth int
+}
+
+// maxTreeDeltaDepth bounds the delta chains a chain's trees form (git's own
+// default is 50). A reader resolving the last tree of a long chain cold
+// patches each version once, keeping each as the next one's base.
+const maxTreeDeltaDepth = 10
+
 func newObjectSet() *objectSet {
-	return &objectSet{byHash: map[plumbing.Hash]*plumbing.MemoryObject{}, trees: map[plumbing.Hash][]object.TreeEntry{}}
+	return &objectSet{
+		byHash:      map[plumbing.Hash]*plumbing.MemoryObject{},
+		trees:       map[plumbing.Hash][]object.TreeEntry{},
+		treeContent: map[plumbing.Hash][]byte{},
+		deltaBases:  map[plumbing.Hash]deltaBase{},
+	}
+}
+
+// addTree records tree h (just added), which replaced orig on its path.
+// When orig was built earlier in the chain, h may be stored as a delta
+// against it: a commit's memory/ tree differs from the previous commit's
+// by the one agent's entry, yet whole it is the largest object a commit
+// writes (1,000 agents: 38 KB, ~24 KB compressed).
+func (s *objectSet) addTree(h, orig plumbing.Hash, entries []object.TreeEntry, content []byte) {
+	if _, seen := s.treeContent[h]; seen {
+		return // built before in the chain (a revert): stored as first built
+	}
+	s.trees[h] = entries
+	s.treeContent[h] = content
+	if _, built := s.treeContent[orig]; !built {
+		return
+	}
+	if depth := s.deltaBases[orig].depth + 1; depth <= maxTreeDeltaDepth {
+		s.deltaBases[h] = deltaBase{hash: orig, depth: depth}
+	}
 }
 
 // add queues a new object (once per hash) and returns its hash.
@@ -527,7 +568,11 @@ func (b *treeBuilder) encode(n *treeNode, isRoot bool) (plumbing.Hash, bool, err
 	if !slices.IsSortedFunc(n.entries, compareTreeEntries) { // only new entries are out of place
 		slices.SortFunc(n.entries, compareTreeEntries)
 	}
-	o, err := encodeTree(n.entries)
+	content, err := encodeTreeContent(n.entries)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	o, err := treeObject(content)
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
@@ -535,7 +580,7 @@ func (b *treeBuilder) encode(n *treeNode, isRoot bool) (plumbing.Hash, bool, err
 		return n.orig, false, nil // unchanged: nothing to write
 	}
 	h := b.add(o)
-	b.objects.trees[h] = n.entries // the node is done with them
+	b.objects.addTree(h, n.orig, n.entries, content) // the node is done with its entries
 	return h, false, nil
 }
 
@@ -550,6 +595,24 @@ func compareTreeEntries(a, b object.TreeEntry) int {
 // <name>\0<hash>" each, as go-git's Tree.Encode writes them, without its
 // formatted print per entry.
 func encodeTree(entries []object.TreeEntry) (*plumbing.MemoryObject, error) {
+	buf, err := encodeTreeContent(entries)
+	if err != nil {
+		return nil, err
+	}
+	return treeObject(buf)
+}
+
+func treeObject(content []byte) (*plumbing.MemoryObject, error) {
+	o := &plumbing.MemoryObject{}
+	o.SetType(plumbing.TreeObject)
+	if _, err := o.Write(content); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// encodeTreeContent returns the content of the tree object of entries.
+func encodeTreeContent(entries []object.TreeEntry) ([]byte, error) {
 	size := 0
 	for _, e := range entries {
 		size += len(e.Name) + 8 + len(e.Hash)
@@ -565,10 +628,5 @@ func encodeTree(entries []object.TreeEntry) (*plumbing.MemoryObject, error) {
 		buf = append(buf, 0)
 		buf = append(buf, e.Hash[:]...)
 	}
-	o := &plumbing.MemoryObject{}
-	o.SetType(plumbing.TreeObject)
-	if _, err := o.Write(buf); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return buf, nil
 }
