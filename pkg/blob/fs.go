@@ -267,24 +267,30 @@ func (s *FS) createTemp() (string, *os.File, error) {
 // publish renames the temp file tmp to dst, creating dst's parent
 // directories. With durable set, new directories and the final rename are
 // fsynced into their parents.
+//
+// The rename is tried first: the parents almost always exist, and every
+// os.Root call opens each directory on the way, so checking them first cost
+// more syscalls than the rename itself.
 func (s *FS) publish(tmp, dst string, durable bool) error {
 	for attempt := 0; ; attempt++ {
-		err := s.mkdirParents(dst, durable)
-		if err == nil {
-			if fi, lerr := s.root.Lstat(dst); lerr == nil && fi.IsDir() {
-				return fmt.Errorf("%w: other keys are stored below %q", ErrKeyConflict, s.keyOf(dst))
-			}
-			err = s.root.Rename(tmp, dst)
-		}
+		err := s.root.Rename(tmp, dst)
 		if err == nil {
 			break
 		}
-		// A concurrent Delete prunes empty directories; if it removed one
-		// we just created, create it again.
-		if errors.Is(err, fs.ErrNotExist) && attempt < publishRetries {
-			continue
+		if fi, lerr := s.root.Lstat(dst); lerr == nil && fi.IsDir() {
+			return fmt.Errorf("%w: other keys are stored below %q", ErrKeyConflict, s.keyOf(dst))
 		}
-		return err
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return err
+		}
+		// A parent is missing (or is an object, which mkdirParents
+		// reports), perhaps pruned by a concurrent Delete: create it.
+		if attempt == publishRetries {
+			return err
+		}
+		if err := s.mkdirParents(dst, durable); err != nil {
+			return err
+		}
 	}
 	if durable {
 		return s.syncDir(filepath.Dir(dst))
