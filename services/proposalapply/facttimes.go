@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +41,58 @@ type factDoc struct {
 type factTime struct {
 	Added time.Time `json:"added,omitzero"`
 	Used  time.Time `json:"used,omitzero"`
+}
+
+// appendJSON appends d as json.Marshal encodes it (keys sorted, zero times
+// left out), without its reflection: under apply load the write plane
+// flushed a few hundred agents' documents every two seconds, and encoding
+// them was 3 % of its CPU.
+func (d *factDoc) appendJSON(b []byte) []byte {
+	b = append(b, `{"since":`...)
+	b = appendJSONTime(b, d.Since)
+	b = append(b, `,"facts":{`...)
+	for i, h := range slices.Sorted(maps.Keys(d.Facts)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, h)
+		b = append(b, ':', '{')
+		t := d.Facts[h]
+		if !t.Added.IsZero() {
+			b = append(b, `"added":`...)
+			b = appendJSONTime(b, t.Added)
+		}
+		if !t.Used.IsZero() {
+			if !t.Added.IsZero() {
+				b = append(b, ',')
+			}
+			b = append(b, `"used":`...)
+			b = appendJSONTime(b, t.Used)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}', '}')
+}
+
+// appendJSONTime appends t as time.Time's MarshalJSON does.
+func appendJSONTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+// appendJSONString appends s quoted as encoding/json quotes it: fact
+// hashes are plain hex, anything else goes through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func newFactTimes(blobs blob.Store, now func() time.Time) *factTimes {
@@ -161,17 +215,12 @@ func (f *factTimes) Flush(ctx context.Context) error {
 	defer f.flushMu.Unlock()
 	f.mu.Lock()
 	pending := make(map[string][]byte, len(f.dirty))
-	var errs []error
 	for agentID := range f.dirty {
-		data, err := json.Marshal(f.docs[agentID])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("fact index %s: %w", agentID, err))
-			continue
-		}
-		pending[agentID] = data
+		pending[agentID] = f.docs[agentID].appendJSON(nil)
 		delete(f.dirty, agentID)
 	}
 	f.mu.Unlock()
+	var errs []error
 	for agentID, data := range pending {
 		_, err := blob.PutBytes(ctx, f.blobs, factKey(agentID), data, blob.PutOptions{ContentType: "application/json"})
 		if err != nil {
