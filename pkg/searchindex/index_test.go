@@ -403,3 +403,31 @@ func TestPositionalChunksAreReplaced(t *testing.T) {
 	require.Equal(t, storedChunks(t, fresh), storedChunks(t, ix))
 	require.Equal(t, fresh.cur.files, ix.cur.files)
 }
+
+// Excerpts analysed a prefix at a time are exactly the excerpts of the
+// whole text analysed at once, whatever the text and wherever the matches.
+func TestExcerptOfPrefixesMatchesWholeText(t *testing.T) {
+	ix, err := Open(t.TempDir())
+	require.NoError(t, err)
+	defer ix.Close()
+	words := []string{"storage", "Storage's", "stored", "filler", "words", "Ключове", "рішення", "пам`ять",
+		"don't", "v1.2", "2026-02-17", "naïve", "a\u0308b", "—", "(storage)", "run_abc123", "THE", "x"}
+	seps := []string{" ", " ", " ", "\n", "  ", "\t", ", ", ".\n\n", "-", ""}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 2000 {
+		var b strings.Builder
+		for range rng.IntN(1200) {
+			b.WriteString(words[rng.IntN(len(words))])
+			b.WriteString(seps[rng.IntN(len(seps))])
+		}
+		text := b.String()
+		terms := ix.terms(words[rng.IntN(len(words))] + " " + words[rng.IntN(len(words))])
+		var whole []span
+		for _, tok := range ix.analyzer.Analyze([]byte(text)) {
+			if terms[string(tok.Term)] {
+				whole = append(whole, span{tok.Start, tok.End})
+			}
+		}
+		require.Equal(t, renderExcerpt(text, whole), ix.excerpt(text, terms), "text %d: %q", i, text)
+	}
+}
