@@ -284,11 +284,12 @@ func (s *FS) publish(tmp, dst string, durable bool) error {
 			return err
 		}
 		// A parent is missing (or is an object, which mkdirParents
-		// reports), perhaps pruned by a concurrent Delete: create it.
+		// reports): create it. A concurrent Delete prunes empty
+		// directories, perhaps one just created: then try again.
 		if attempt == publishRetries {
 			return err
 		}
-		if err := s.mkdirParents(dst, durable); err != nil {
+		if err := s.mkdirParents(dst, durable); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
@@ -564,16 +565,69 @@ func (s *FS) List(ctx context.Context, prefix string) iter.Seq2[Info, error] {
 // walk lists the objects below the key directory dirKey ("" = all) whose
 // keys start with prefix. It reports false once iteration must stop.
 func (s *FS) walk(ctx context.Context, dirKey, prefix string, yield func(Info, error) bool) bool {
-	rel := dataDir
+	rel, metaRel := dataDir, metaDir
 	if dirKey != "" {
 		var err error
 		if rel, err = s.rel(dataDir, dirKey); err != nil {
 			return yield(Info{}, err)
 		}
+		if metaRel, err = s.rel(metaDir, dirKey); err != nil {
+			return yield(Info{}, err)
+		}
 	}
-	entries, err := s.readDir(rel)
+	dir, err := openDirAt(s.root, rel)
 	if isNotExist(err) {
 		return true // prefix matches nothing, or a concurrent Delete pruned it
+	}
+	if err != nil {
+		return yield(Info{}, fmt.Errorf("blob: list %q: %w", prefix, err))
+	}
+	top := &listDir{data: dir, metaRel: metaRel}
+	defer top.close()
+	return s.walkDir(ctx, top, dirKey, prefix, yield)
+}
+
+// listDir is a directory List walks, open as a root of its own, with its
+// sidecars' directory opened when first needed. Every os.Root call opens
+// each directory on its path, so describing objects through their own
+// directory, and opening a subdirectory through its parent, costs a call
+// where going through the store's root cost one per path segment: listing
+// the 20,000 sources of 10,000 agents took 1.0 s of CPU that way, 0.6-0.7 s
+// this way.
+type listDir struct {
+	data       *os.Root
+	meta       *os.Root
+	metaOpened bool
+	parent     *listDir // nil: the top, whose sidecars are at metaRel
+	name       string
+	metaRel    string
+}
+
+// sidecars returns the directory of d's sidecars, nil if it cannot be
+// opened (objects are then described the slow way).
+func (d *listDir) sidecars(s *FS) *os.Root {
+	if !d.metaOpened {
+		d.metaOpened = true
+		if d.parent == nil {
+			d.meta, _ = openDirAt(s.root, d.metaRel)
+		} else if pm := d.parent.sidecars(s); pm != nil {
+			d.meta, _ = openDirAt(pm, d.name)
+		}
+	}
+	return d.meta
+}
+
+func (d *listDir) close() {
+	d.data.Close()
+	if d.meta != nil {
+		d.meta.Close()
+	}
+}
+
+func (s *FS) walkDir(ctx context.Context, d *listDir, dirKey, prefix string, yield func(Info, error) bool) bool {
+	entries, err := readDirAt(d.data)
+	if isNotExist(err) {
+		return true // pruned by a concurrent Delete
 	}
 	if err != nil {
 		return yield(Info{}, fmt.Errorf("blob: list %q: %w", prefix, err))
@@ -596,7 +650,20 @@ func (s *FS) walk(ctx context.Context, dirKey, prefix string, yield func(Info, e
 			key = dirKey + "/" + key
 		}
 		if e.IsDir() {
-			if strings.HasPrefix(key+"/", prefix) && !s.walk(ctx, key, prefix, yield) {
+			if !strings.HasPrefix(key+"/", prefix) {
+				continue
+			}
+			sub, err := openDirAt(d.data, e.Name())
+			if isNotExist(err) {
+				continue // pruned by a concurrent Delete
+			}
+			if err != nil {
+				return yield(Info{}, fmt.Errorf("blob: list %q: %w", prefix, err))
+			}
+			child := &listDir{data: sub, parent: d, name: e.Name()}
+			ok := s.walkDir(ctx, child, key, prefix, yield)
+			child.close()
+			if !ok {
 				return false
 			}
 			continue
@@ -606,7 +673,7 @@ func (s *FS) walk(ctx context.Context, dirKey, prefix string, yield func(Info, e
 		if !e.Type().IsRegular() || !strings.HasPrefix(key, prefix) || ValidateKey(key) != nil {
 			continue
 		}
-		info, err := s.statForList(ctx, key)
+		info, err := s.statForList(ctx, key, d.data, d.sidecars(s), e.Name())
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted while listing
 		}
@@ -618,27 +685,49 @@ func (s *FS) walk(ctx context.Context, dirKey, prefix string, yield func(Info, e
 }
 
 // statForList is Stat minus the open when the sidecar is fresh, since List
-// may describe many objects.
-func (s *FS) statForList(ctx context.Context, key string) (Info, error) {
-	dataRel, _, err := s.paths(key)
-	if err != nil {
-		return Info{}, err
-	}
-	fi, err := s.root.Lstat(dataRel)
+// may describe many objects. The object is name in dir, its sidecar name in
+// meta (nil when its directory could not be opened).
+func (s *FS) statForList(ctx context.Context, key string, dir, meta *os.Root, name string) (Info, error) {
+	fi, err := dir.Lstat(name)
 	if isNotExist(err) {
 		return Info{}, ErrNotFound
 	}
 	if err != nil {
 		return Info{}, fmt.Errorf("blob: stat %q: %w", key, err)
 	}
-	if rec, ok := s.readMeta(key); ok && fi.Mode().IsRegular() && rec.identity() == identityOf(fi) {
-		return Info{Key: key, Size: fi.Size(), ETag: rec.ETag, ModTime: fi.ModTime().UTC(), ContentType: rec.ContentType}, nil
+	if meta != nil {
+		if rec, ok := readMetaAt(meta, name); ok && fi.Mode().IsRegular() && rec.identity() == identityOf(fi) {
+			return Info{Key: key, Size: fi.Size(), ETag: rec.ETag, ModTime: fi.ModTime().UTC(), ContentType: rec.ContentType}, nil
+		}
 	}
 	return s.Stat(ctx, key)
 }
 
+// openDirAt opens directory name of root as a root of its own. An object
+// there (a file where a directory was looked for) counts as missing, like
+// ENOTDIR.
+func openDirAt(root *os.Root, name string) (*os.Root, error) {
+	d, err := root.OpenRoot(name)
+	if err != nil && !isNotExist(err) {
+		if fi, lerr := root.Lstat(name); lerr == nil && !fi.IsDir() {
+			return nil, fmt.Errorf("%w: %s", syscall.ENOTDIR, name)
+		}
+	}
+	return d, err
+}
+
 func (s *FS) readDir(rel string) ([]fs.DirEntry, error) {
-	d, err := s.root.Open(rel)
+	d, err := openDirAt(s.root, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return readDirAt(d)
+}
+
+// readDirAt lists dir.
+func readDirAt(dir *os.Root) ([]fs.DirEntry, error) {
+	d, err := dir.Open(".")
 	if err != nil {
 		return nil, err
 	}
@@ -690,7 +779,12 @@ func (s *FS) readMeta(key string) (metaRecord, bool) {
 	if err != nil {
 		return metaRecord{}, false
 	}
-	b, err := s.root.ReadFile(metaRel)
+	return readMetaAt(s.root, metaRel)
+}
+
+// readMetaAt reads and checks the sidecar at name in dir.
+func readMetaAt(dir *os.Root, name string) (metaRecord, bool) {
+	b, err := dir.ReadFile(name)
 	if err != nil {
 		return metaRecord{}, false
 	}
