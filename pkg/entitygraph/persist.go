@@ -85,6 +85,32 @@ func set(ks []string) map[string]bool {
 	return m
 }
 
+// evidenceMap is an edge's evidence map as snapshots store it, by file
+// (nil for nil).
+func (g *Graph) evidenceMap(m map[uint32]evidence) map[string]Evidence {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]Evidence, len(m))
+	for src, ev := range m {
+		f := g.strs.str(src)
+		out[f] = Evidence{File: f, Commit: g.strs.str(ev.commit), Line: int(ev.line)}
+	}
+	return out
+}
+
+// evidenceIDs is the inverse of evidenceMap.
+func (g *Graph) evidenceIDs(m map[string]Evidence) map[uint32]evidence {
+	if m == nil {
+		return nil
+	}
+	out := make(map[uint32]evidence, len(m))
+	for f, ev := range m {
+		out[g.strs.id(f)] = evidence{commit: g.strs.id(ev.Commit), line: int32(ev.Line)}
+	}
+	return out
+}
+
 // EncodeSnapshot writes the graph's whole state to enc.
 func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
 	h := snapHeader{Version: snapshotVersion, Nodes: len(g.nodes), Edges: len(g.edges), Files: len(g.files), Histories: len(g.history)}
@@ -109,7 +135,7 @@ func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
 	}
 	for k, e := range g.edges {
 		c.Edges = append(c.Edges, snapEdge{From: k.from, To: k.to, Rel: k.rel, Closed: e.closed, Open: e.open,
-			Since: e.from, Live: e.live, Gone: e.gone})
+			Since: e.from, Live: g.evidenceMap(e.live), Gone: g.evidenceMap(e.gone)})
 		if err := flush(false); err != nil {
 			return err
 		}
@@ -160,12 +186,12 @@ func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 				aliases: set(n.Aliases), refs: set(n.Refs), firstSeen: n.FirstSeen, updated: n.Updated}
 		}
 		for _, e := range c.Edges {
-			live := e.Live
+			live := g.evidenceIDs(e.Live)
 			if live == nil {
-				live = map[string]Evidence{}
+				live = map[uint32]evidence{}
 			}
 			k := edgeKey{g.id(e.From), g.id(e.To), e.Rel}
-			g.edges[k] = &edgeState{closed: e.Closed, open: e.Open, from: e.Since, live: live, gone: e.Gone}
+			g.edges[k] = &edgeState{closed: e.Closed, open: e.Open, from: e.Since, live: live, gone: g.evidenceIDs(e.Gone)}
 			g.indexEdge(k)
 		}
 		for _, f := range c.Files {
