@@ -624,6 +624,13 @@ func (d *listDir) close() {
 	}
 }
 
+// walkSubdir walks subdirectory name of parent, open as sub.
+func (s *FS) walkSubdir(ctx context.Context, parent *listDir, sub *os.Root, name, dirKey, prefix string, yield func(Info, error) bool) bool {
+	child := &listDir{data: sub, parent: parent, name: name}
+	defer child.close()
+	return s.walkDir(ctx, child, dirKey, prefix, yield)
+}
+
 func (s *FS) walkDir(ctx context.Context, d *listDir, dirKey, prefix string, yield func(Info, error) bool) bool {
 	entries, err := readDirAt(d.data)
 	if isNotExist(err) {
@@ -660,10 +667,7 @@ func (s *FS) walkDir(ctx context.Context, d *listDir, dirKey, prefix string, yie
 			if err != nil {
 				return yield(Info{}, fmt.Errorf("blob: list %q: %w", prefix, err))
 			}
-			child := &listDir{data: sub, parent: d, name: e.Name()}
-			ok := s.walkDir(ctx, child, key, prefix, yield)
-			child.close()
-			if !ok {
+			if !s.walkSubdir(ctx, d, sub, e.Name(), key, prefix, yield) {
 				return false
 			}
 			continue
@@ -700,8 +704,12 @@ func (s *FS) statForList(ctx context.Context, key string, dir, meta *os.Root, na
 			return Info{Key: key, Size: fi.Size(), ETag: rec.ETag, ModTime: fi.ModTime().UTC(), ContentType: rec.ContentType}, nil
 		}
 	}
+	testHookListStat(key)
 	return s.Stat(ctx, key)
 }
+
+// testHookListStat is called when List describes an object with Stat.
+var testHookListStat = func(key string) {}
 
 // openDirAt opens directory name of root as a root of its own. An object
 // there (a file where a directory was looked for) counts as missing, like

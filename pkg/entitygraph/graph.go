@@ -330,18 +330,19 @@ func (g *Graph) ApplyCommit(c Commit) {
 	}
 
 	wasOpen := map[edgeKey]bool{}
-	var commitID uint32
-	if len(changes) > 0 {
-		commitID = g.strs.id(c.Sha)
-	}
 	for _, ch := range changes {
 		old, nf := ch.old, ch.new
-		src := g.strs.id(ch.src)
 		if old == nil {
 			old = &fileState{}
 		}
 		if nf == nil {
 			nf = &fileState{}
+		}
+		// Only sources and commits that evidence names are numbered, so
+		// the interner grows with the evidence, as the strings did.
+		var src uint32
+		if len(old.edges) > 0 || len(nf.edges) > 0 {
+			src = g.strs.id(ch.src)
 		}
 		for _, d := range nf.decls {
 			g.declare(d, t)
@@ -386,7 +387,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 			if had {
 				ev.line = int32(line)
 			} else {
-				ev = evidence{commit: commitID, line: int32(line)}
+				ev = evidence{commit: g.strs.id(c.Sha), line: int32(line)}
 			}
 			es.live[src] = ev
 			delete(es.gone, src)

@@ -1,6 +1,7 @@
 package entitygraph
 
 import (
+	"fmt"
 	"testing"
 	"time"
 	"unsafe"
@@ -330,5 +331,29 @@ func TestKeepsNoSubstringOfItsInput(t *testing.T) {
 		for _, h := range hs {
 			check("change", h.EntityID, h.Change, h.File, h.Section, h.Text, h.Commit, h.ProposalID)
 		}
+	}
+}
+
+// Evidence is numbered by source and commit, and only sources and commits
+// that evidence names get a number: commits without links leave the
+// interner as it was, and one linking commit adds its file and its sha.
+func TestInternerHoldsOnlyWhatEvidenceNames(t *testing.T) {
+	g := New()
+	for i := range 1000 {
+		g.ApplyCommit(Commit{Sha: fmt.Sprintf("%040x", i), Time: at(i),
+			Files: map[string]*string{fmt.Sprintf("memory/a/runs/r%d.md", i): ptr("no links here\n")}})
+	}
+	require.Empty(t, g.strs.strs)
+	g.ApplyCommit(Commit{Sha: "linking", Time: at(1000), Files: map[string]*string{factsPath: ptr("- [[MinIO]] stores [[Snapshots]]\n")}})
+	require.ElementsMatch(t, []string{factsPath, "linking"}, g.strs.strs)
+	_, edges, ok := g.Node("minio", time.Time{})
+	require.True(t, ok)
+	var ev []Evidence
+	for _, e := range edges {
+		ev = append(ev, e.Evidence...)
+	}
+	require.NotEmpty(t, ev)
+	for _, e := range ev {
+		require.Equal(t, Evidence{File: factsPath, Commit: "linking", Line: e.Line}, e)
 	}
 }

@@ -45,8 +45,9 @@ const (
 //
 // Only packs without OFS_DELTA entries are merged (memrepo's deltas are
 // REF_DELTAs, which name their base by hash and so survive being copied
-// into another pack with it), and only ones git is not using specially (no .keep, .promisor, .mtimes or .bitmap),
-// so packs from git gc or a push are left alone. Crash safety: the merged
+// into another pack with it), and only ones git is not using specially
+// (no .keep, .promisor, .mtimes or .bitmap), so packs from git gc or a
+// push are left alone. Crash safety: the merged
 // pack is durable (fsynced, renamed, directory fsynced) before any old pack
 // is deleted, so every object stays present at every instant; a crash in
 // between leaves duplicates, which the next merge drops.

@@ -152,3 +152,26 @@ func TestCompactPacksMergesTreeDeltas(t *testing.T) {
 		}
 	}
 }
+
+// A tree whose base the chain did not write (it was in the repository
+// already, e.g. a revert to an earlier state) is stored whole: a pack on
+// disk must hold every base of its deltas.
+func TestTreeDeltaNeedsItsBaseInThePack(t *testing.T) {
+	ctx := context.Background()
+	r := agentsRepo(t, 3)
+	commit(t, r, "x", put("memory/agent-0000/facts.md", "x\n"))
+	commit(t, r, "y", put("memory/agent-0000/facts.md", "y\n"))
+	before := packFiles(t, r)
+	hashes, err := r.CommitChain(ctx, head(t, r), []CommitRequest{
+		chainReq("back to x", put("memory/agent-0000/facts.md", "x\n")), // its trees are stored already
+		chainReq("z", put("memory/agent-0001/facts.md", "z\n")),
+	})
+	require.NoError(t, err)
+	requireFsckClean(t, r.Path())
+	for _, d := range verifyPack(t, r, newPack(t, before, packFiles(t, r))) {
+		require.Zero(t, d, "no delta against an object of another pack")
+	}
+	got, err := mustOpen(t, r.Path()).ReadFile(ctx, hashes[1], "memory/agent-0001/facts.md")
+	require.NoError(t, err)
+	require.Equal(t, "z\n", string(got))
+}

@@ -120,6 +120,11 @@ func (f *factTimes) load(ctx context.Context, agentID string) (*factDoc, error) 
 		if d.Facts == nil {
 			d.Facts = map[string]*factTime{}
 		}
+		for h, t := range d.Facts {
+			if t == nil { // "h": null, written by hand: no times known
+				delete(d.Facts, h)
+			}
+		}
 	}
 	f.docs[agentID] = d
 	return d, nil

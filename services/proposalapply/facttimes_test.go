@@ -71,3 +71,22 @@ func TestFactDocJSONMatchesEncodingJSON(t *testing.T) {
 		require.Equal(t, string(want), string(d.appendJSON(nil)))
 	}
 }
+
+// A document with a null entry (edited by hand) loads as if the entry were
+// absent, and is saved without it.
+func TestFactDocNullEntry(t *testing.T) {
+	ctx := context.Background()
+	store, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	_, err = blob.PutBytes(ctx, store, factKey("a"), []byte(`{"since":"2026-11-01T12:00:00Z","facts":{"h1":null,"h2":{"added":"2026-11-02T12:00:00Z"}}}`), blob.PutOptions{})
+	require.NoError(t, err)
+	f := newFactTimes(store, time.Now)
+	timeOf, err := f.TimeOf(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), timeOf("unknown fact"))
+	require.NoError(t, f.update(ctx, "a", func(d *factDoc) int { return 1 }))
+	require.NoError(t, f.Flush(ctx))
+	data, _, err := blob.GetBytes(ctx, store, factKey("a"))
+	require.NoError(t, err)
+	require.Equal(t, `{"since":"2026-11-01T12:00:00Z","facts":{"h2":{"added":"2026-11-02T12:00:00Z"}}}`, string(data))
+}
