@@ -214,6 +214,11 @@ func (in *interner) lookup(s string) (uint32, bool) {
 
 func (in *interner) str(id uint32) string { return in.strs[id] }
 
+// expand returns ev, the evidence of source src, with its strings.
+func (in *interner) expand(src uint32, ev evidence) Evidence {
+	return Evidence{File: in.str(src), Commit: in.str(ev.commit), Line: int(ev.line)}
+}
+
 type nodeState struct {
 	id, typ, label string
 	labelSet       bool
@@ -594,7 +599,7 @@ func sortedEvidence(strs *interner, ms ...map[uint32]evidence) []Evidence {
 	out := make([]Evidence, 0, n)
 	for _, m := range ms {
 		for src, ev := range m {
-			out = append(out, Evidence{File: strs.str(src), Commit: strs.str(ev.commit), Line: int(ev.line)})
+			out = append(out, strs.expand(src, ev))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })

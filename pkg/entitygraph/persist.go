@@ -93,8 +93,7 @@ func (g *Graph) evidenceMap(m map[uint32]evidence) map[string]Evidence {
 	}
 	out := make(map[string]Evidence, len(m))
 	for src, ev := range m {
-		f := g.strs.str(src)
-		out[f] = Evidence{File: f, Commit: g.strs.str(ev.commit), Line: int(ev.line)}
+		out[g.strs.str(src)] = g.strs.expand(src, ev)
 	}
 	return out
 }
