@@ -125,7 +125,7 @@ func (s *FS) Close() error { return s.root.Close() }
 
 // cleanTemps removes temp files left by crashed writers. Best effort.
 func (s *FS) cleanTemps(cutoff time.Time) {
-	entries, err := s.readDir(tmpDir)
+	entries, err := readDirAt(s.root, tmpDir)
 	if err != nil {
 		return
 	}
@@ -582,9 +582,7 @@ func (s *FS) walk(ctx context.Context, dirKey, prefix string, yield func(Info, e
 	if err != nil {
 		return yield(Info{}, fmt.Errorf("blob: list %q: %w", prefix, err))
 	}
-	top := &listDir{data: dir, metaRel: metaRel}
-	defer top.close()
-	return s.walkDir(ctx, top, dirKey, prefix, yield)
+	return s.walkDir(ctx, &listDir{data: dir, name: metaRel}, dirKey, prefix, yield)
 }
 
 // listDir is a directory List walks, open as a root of its own, with its
@@ -598,9 +596,8 @@ type listDir struct {
 	data       *os.Root
 	meta       *os.Root
 	metaOpened bool
-	parent     *listDir // nil: the top, whose sidecars are at metaRel
+	parent     *listDir // nil: the top, whose sidecars are name in the store's root
 	name       string
-	metaRel    string
 }
 
 // sidecars returns the directory of d's sidecars, nil if it cannot be
@@ -609,7 +606,7 @@ func (d *listDir) sidecars(s *FS) *os.Root {
 	if !d.metaOpened {
 		d.metaOpened = true
 		if d.parent == nil {
-			d.meta, _ = openDirAt(s.root, d.metaRel)
+			d.meta, _ = openDirAt(s.root, d.name)
 		} else if pm := d.parent.sidecars(s); pm != nil {
 			d.meta, _ = openDirAt(pm, d.name)
 		}
@@ -624,15 +621,10 @@ func (d *listDir) close() {
 	}
 }
 
-// walkSubdir walks subdirectory name of parent, open as sub.
-func (s *FS) walkSubdir(ctx context.Context, parent *listDir, sub *os.Root, name, dirKey, prefix string, yield func(Info, error) bool) bool {
-	child := &listDir{data: sub, parent: parent, name: name}
-	defer child.close()
-	return s.walkDir(ctx, child, dirKey, prefix, yield)
-}
-
+// walkDir walks d (the key directory dirKey) and closes it.
 func (s *FS) walkDir(ctx context.Context, d *listDir, dirKey, prefix string, yield func(Info, error) bool) bool {
-	entries, err := readDirAt(d.data)
+	defer d.close()
+	entries, err := readDirAt(d.data, ".")
 	if isNotExist(err) {
 		return true // pruned by a concurrent Delete
 	}
@@ -667,7 +659,7 @@ func (s *FS) walkDir(ctx context.Context, d *listDir, dirKey, prefix string, yie
 			if err != nil {
 				return yield(Info{}, fmt.Errorf("blob: list %q: %w", prefix, err))
 			}
-			if !s.walkSubdir(ctx, d, sub, e.Name(), key, prefix, yield) {
+			if !s.walkDir(ctx, &listDir{data: sub, parent: d, name: e.Name()}, key, prefix, yield) {
 				return false
 			}
 			continue
@@ -724,18 +716,9 @@ func openDirAt(root *os.Root, name string) (*os.Root, error) {
 	return d, err
 }
 
-func (s *FS) readDir(rel string) ([]fs.DirEntry, error) {
-	d, err := openDirAt(s.root, rel)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return readDirAt(d)
-}
-
-// readDirAt lists dir.
-func readDirAt(dir *os.Root) ([]fs.DirEntry, error) {
-	d, err := dir.Open(".")
+// readDirAt lists directory name of root.
+func readDirAt(root *os.Root, name string) ([]fs.DirEntry, error) {
+	d, err := root.Open(name)
 	if err != nil {
 		return nil, err
 	}
