@@ -179,7 +179,7 @@ type span struct{ start, end int }
 // excerptMarks returns where text's words are query terms, in order, at
 // least from the first one to 2×excerptRadius past it: all that an excerpt
 // shows. Analysing a whole chunk (up to 4,000 bytes) for a 320-byte excerpt
-// was a quarter of a search's CPU at 10,000 agents, so a long text's first
+// was 30 % of a search's CPU at 10,000 agents, so a long text's first
 // 640 bytes are analysed first, and the rest only when they do not hold
 // the first match and the excerpt after it. The prefix ends before a space
 // or a newline, where a word always ends, so its words are exactly the
