@@ -4,9 +4,11 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -304,6 +306,65 @@ func TestFlagsAndPriorityWaitForAPerson(t *testing.T) {
 	wide := e.propose(&memoryv1.ProposeRequest{AgentId: "a", RunId: "run_3", Updates: many})
 	require.Equal(t, memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, wide.GetStatus())
 	require.Contains(t, wide.GetProposal().GetFlags()[0], "6 files")
+}
+
+// The duplicate-fact check runs here, on head, with or without an entity
+// graph; the graph is asked only about entity refs and fact removals, and
+// its findings flag the proposal too.
+func TestSemanticGuard(t *testing.T) {
+	e := newEnv(t, autoApprove)
+	graph := &recordingGuard{findings: []*memoryv1.CheckFinding{{Kind: "unknown_entity_ref", Detail: `entity ref "unicorn" is not in the entity graph`}}}
+	e.guard = graph
+	e.restart(autoApprove)
+
+	first := e.propose(&memoryv1.ProposeRequest{AgentId: "a", RunId: "run_1", Updates: []*memoryv1.FileUpdate{appendFact("D", "- Backups run nightly")}})
+	e.waitApplied(first.GetProposalId())
+	require.Empty(t, graph.asked(), "a plain append needs nothing from the graph")
+
+	again := e.propose(&memoryv1.ProposeRequest{AgentId: "a", RunId: "run_2", Updates: []*memoryv1.FileUpdate{appendFact("D", "- something new\n- backups   RUN nightly")}})
+	require.Equal(t, memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, again.GetStatus())
+	require.Equal(t, memoryv1.StatusReason_STATUS_REASON_FLAGGED, again.GetProposal().GetReason())
+	require.Equal(t, []string{`semantic guard: duplicate_fact: "- backups   RUN nightly" repeats the existing fact "Backups run nightly"`}, again.GetProposal().GetFlags())
+	require.Empty(t, graph.asked())
+
+	removal := &memoryv1.FileUpdate{File: "facts.md", Operation: memoryv1.Operation_OPERATION_REMOVE, Content: "- Backups run nightly"}
+	refs := e.propose(&memoryv1.ProposeRequest{AgentId: "a", RunId: "run_3", EntityRefs: []string{"unicorn"},
+		Updates: []*memoryv1.FileUpdate{appendFact("D", "- a third fact"), removal}})
+	require.Equal(t, memoryv1.StatusReason_STATUS_REASON_FLAGGED, refs.GetProposal().GetReason())
+	require.Equal(t, []string{`semantic guard: unknown_entity_ref: entity ref "unicorn" is not in the entity graph`}, refs.GetProposal().GetFlags())
+	asked := graph.asked()
+	require.Len(t, asked, 1)
+	require.Equal(t, []string{"unicorn"}, asked[0].GetEntityRefs())
+	require.Len(t, asked[0].GetUpdates(), 1, "only the removal goes to the graph")
+	require.Equal(t, memoryv1.Operation_OPERATION_REMOVE, asked[0].GetUpdates()[0].GetOperation())
+
+	// Without a graph the duplicate check still runs.
+	e.guard = nil
+	e.restart(autoApprove)
+	alone := e.propose(&memoryv1.ProposeRequest{AgentId: "a", RunId: "run_4", Updates: []*memoryv1.FileUpdate{appendFact("D", "- BACKUPS run nightly")}})
+	require.Equal(t, memoryv1.StatusReason_STATUS_REASON_FLAGGED, alone.GetProposal().GetReason())
+}
+
+// recordingGuard stands in for entity-graph's CheckProposal: it records what
+// the write plane asks and answers with fixed findings.
+type recordingGuard struct {
+	memoryv1.EntityGraphServiceClient
+	mu       sync.Mutex
+	requests []*memoryv1.CheckProposalRequest
+	findings []*memoryv1.CheckFinding
+}
+
+func (g *recordingGuard) CheckProposal(_ context.Context, req *memoryv1.CheckProposalRequest, _ ...grpc.CallOption) (*memoryv1.CheckProposalResponse, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.requests = append(g.requests, req)
+	return &memoryv1.CheckProposalResponse{Findings: g.findings}, nil
+}
+
+func (g *recordingGuard) asked() []*memoryv1.CheckProposalRequest {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.requests)
 }
 
 func TestPolicyLivesInTheRepo(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/authz"
+	"github.com/garden-bloom/memory/pkg/dupfacts"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/proposalstore"
 	"github.com/garden-bloom/memory/pkg/restjson"
@@ -80,7 +81,11 @@ func (h *handler) propose(ctx context.Context, req *memoryv1.ProposeRequest, sta
 	if req.GetPriority() != memoryv1.Priority_PRIORITY_UNSPECIFIED {
 		p.Priority = req.GetPriority()
 	}
-	p.Flags = append(reviewFlags(updates), h.guardFlags(ctx, p)...)
+	guard, err := h.guardFlags(ctx, p, head)
+	if err != nil {
+		return nil, h.internal(err, "reading the agent's memory")
+	}
+	p.Flags = append(reviewFlags(updates), guard...)
 	if staged {
 		p.Status, p.Reason = memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, memoryv1.StatusReason_STATUS_REASON_STAGED
 	}
@@ -151,16 +156,46 @@ func proposeResponse(p *memoryv1.Proposal) *memoryv1.ProposeResponse {
 // writes.
 const guardTimeout = 2 * time.Second
 
-// guardFlags asks the entity graph's semantic guard about a proposal. Its
-// findings send the proposal to a person; if the guard cannot answer, the
-// proposal goes on without it (logged) — the read plane never blocks writes.
-func (h *handler) guardFlags(ctx context.Context, p *memoryv1.Proposal) []string {
-	if h.svc.guard == nil {
+// guardFlags runs the semantic guard on a proposal; its findings send the
+// proposal to a person. The duplicate-fact check needs facts.md, not the
+// graph, so it runs here on head. entity-graph is asked only what needs the
+// graph (entity refs it does not know, removals of facts other agents refer
+// to), and only when the proposal has such parts: asking it about every
+// proposal cost a round trip and a read of facts.md on the read plane, 10 %
+// of its CPU under apply load (issue #9). If entity-graph cannot answer, the
+// proposal goes on without its findings (logged): the read plane never
+// blocks writes.
+func (h *handler) guardFlags(ctx context.Context, p *memoryv1.Proposal, head plumbing.Hash) ([]string, error) {
+	read := h.svc.reader(ctx, head, p.GetAgentId())
+	repeats, err := dupfacts.Find(p.GetUpdates(), func() (string, error) {
+		facts, _, err := read(memlayout.FactsFile)
+		return facts, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var flags []string
+	for _, r := range repeats {
+		flags = append(flags, "semantic guard: "+dupfacts.Kind+": "+r.Detail())
+	}
+	return append(flags, h.graphFlags(ctx, p)...), nil
+}
+
+// graphFlags asks entity-graph's guard about the proposal's entity refs and
+// the facts it removes.
+func (h *handler) graphFlags(ctx context.Context, p *memoryv1.Proposal) []string {
+	var removals []*memoryv1.FileUpdate
+	for _, u := range p.GetUpdates() {
+		if u.GetFile() == memlayout.FactsFile && u.GetOperation() == memoryv1.Operation_OPERATION_REMOVE {
+			removals = append(removals, u)
+		}
+	}
+	if h.svc.guard == nil || (len(p.GetEntityRefs()) == 0 && len(removals) == 0) {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardTimeout)
 	defer cancel()
-	resp, err := h.svc.guard.CheckProposal(cctx, &memoryv1.CheckProposalRequest{AgentId: p.GetAgentId(), Updates: p.GetUpdates(), EntityRefs: p.GetEntityRefs()})
+	resp, err := h.svc.guard.CheckProposal(cctx, &memoryv1.CheckProposalRequest{AgentId: p.GetAgentId(), Updates: removals, EntityRefs: p.GetEntityRefs()})
 	if err != nil {
 		h.svc.logger.Warn("semantic guard unavailable; proposal not checked", "agent", p.GetAgentId(), "err", err)
 		return nil

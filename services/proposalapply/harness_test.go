@@ -60,6 +60,8 @@ type env struct {
 	stop    func()
 	// meters, when set before (re)starting, receives the service's metrics.
 	meters metric.MeterProvider
+	// guard, when set before (re)starting, is the semantic guard.
+	guard memoryv1.EntityGraphServiceClient
 }
 
 type envOption func(*Config)
@@ -95,6 +97,9 @@ func (e *env) start(opts ...envOption) {
 	}
 	svc, err := New(ctx, cfg, Deps{Repo: e.repo, Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.Now, MeterProvider: e.meters})
 	require.NoError(t, err)
+	if e.guard != nil {
+		svc.SetGuard(e.guard)
+	}
 	require.NoError(t, svc.Start(ctx))
 	e.server = grpctest.Serve(t, svc.Register)
 	e.svc, e.client = svc, memoryv1.NewProposalApplyServiceClient(e.server.Conn)
