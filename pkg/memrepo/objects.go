@@ -198,31 +198,33 @@ func (s *objectStore) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if o, ok := s.cache.Get(h); ok {
 		return o, nil
 	}
-	// Two rounds: the second one rescans objects/pack. Loose objects are
-	// retried too because git gc first writes a pack and then deletes the
-	// loose files, so an object can move from "loose" to "in a pack we have
-	// not seen yet" between our two probes.
+	// Packs first: the memory services write only packs, so nearly every
+	// object is in one, and probing for a loose file first cost a failed
+	// open per object read. Two rounds: the second one rescans
+	// objects/pack. Loose objects are retried too because git gc first
+	// writes a pack and then deletes the loose files, so an object can move
+	// from "loose" to "in a pack we have not seen yet" between our probes.
 	for round := 0; round < 2; round++ {
-		o, err := s.readLoose(h)
-		if err == nil {
-			s.cache.Put(o) // computes o.Hash() before the object is shared
-			return o, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("memrepo: read loose object %s: %w", h, err)
-		}
 		packs, err := s.packList(round > 0)
 		if err != nil {
 			return nil, err
 		}
-		o, err = s.readPacked(packs, h)
+		o, err := s.readPacked(packs, h)
 		if err == nil {
-			s.cache.Put(o)
+			s.cache.Put(o) // computes o.Hash() before the object is shared
 			return o, nil
 		}
 		// fs.ErrNotExist: a pack we knew about was deleted by a repack.
 		if !errors.Is(err, plumbing.ErrObjectNotFound) && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("memrepo: read packed object %s: %w", h, err)
+		}
+		o, err = s.readLoose(h)
+		if err == nil {
+			s.cache.Put(o)
+			return o, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("memrepo: read loose object %s: %w", h, err)
 		}
 	}
 	return nil, plumbing.ErrObjectNotFound
