@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -19,10 +20,12 @@ import (
 // first). It lives in the object store, not git: usage is not memory, and
 // recording a read must never create a commit. Updates are kept in memory and
 // flushed every few seconds: a crash loses at most those timestamps, which
-// only makes the facts concerned look as old as the index itself.
+// only makes the facts concerned look as old as the index itself. For the
+// same reason a document that does not parse starts afresh.
 type factTimes struct {
-	blobs blob.Store
-	now   func() time.Time
+	blobs  blob.Store
+	now    func() time.Time
+	logger *slog.Logger
 
 	flushMu sync.Mutex
 	mu      sync.Mutex
@@ -95,8 +98,8 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-func newFactTimes(blobs blob.Store, now func() time.Time) *factTimes {
-	return &factTimes{blobs: blobs, now: now, docs: map[string]*factDoc{}, dirty: map[string]bool{}}
+func newFactTimes(blobs blob.Store, now func() time.Time, logger *slog.Logger) *factTimes {
+	return &factTimes{blobs: blobs, now: now, logger: logger, docs: map[string]*factDoc{}, dirty: map[string]bool{}}
 }
 
 func factKey(agentID string) string { return "fact-index/" + agentID + ".json" }
@@ -115,7 +118,10 @@ func (f *factTimes) load(ctx context.Context, agentID string) (*factDoc, error) 
 		return nil, fmt.Errorf("fact index: %w", err)
 	default:
 		if err := json.Unmarshal(data, d); err != nil {
-			return nil, fmt.Errorf("fact index %s: %w", factKey(agentID), err)
+			// Edited by hand or damaged on disk: the times are lost, as
+			// after a crash, but the agent's proposals must still apply.
+			f.logger.Warn("unreadable fact index; its times start afresh", "key", factKey(agentID), "err", err)
+			d = &factDoc{Since: f.now().UTC(), Facts: map[string]*factTime{}}
 		}
 		if d.Facts == nil {
 			d.Facts = map[string]*factTime{}

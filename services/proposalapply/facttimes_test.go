@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +23,7 @@ func TestFactUsageResolution(t *testing.T) {
 	store, err := blob.NewFS(t.TempDir())
 	require.NoError(t, err)
 	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	f := newFactTimes(store, func() time.Time { return t0 })
+	f := newFactTimes(store, func() time.Time { return t0 }, discard)
 
 	n, err := f.Used(ctx, "a", map[string]time.Time{"h1": t0})
 	require.NoError(t, err)
@@ -39,7 +42,7 @@ func TestFactUsageResolution(t *testing.T) {
 	require.True(t, f.dirty["a"])
 	require.NoError(t, f.Flush(ctx))
 
-	reloaded := newFactTimes(store, func() time.Time { return t0 })
+	reloaded := newFactTimes(store, func() time.Time { return t0 }, discard)
 	doc, err := reloaded.load(ctx, "a")
 	require.NoError(t, err)
 	require.Equal(t, t0.Add(UsageResolution), doc.Facts["h1"].Used, "the flushed document holds the newer use")
@@ -80,7 +83,7 @@ func TestFactDocNullEntry(t *testing.T) {
 	require.NoError(t, err)
 	_, err = blob.PutBytes(ctx, store, factKey("a"), []byte(`{"since":"2026-11-01T12:00:00Z","facts":{"h1":null,"h2":{"added":"2026-11-02T12:00:00Z"}}}`), blob.PutOptions{})
 	require.NoError(t, err)
-	f := newFactTimes(store, time.Now)
+	f := newFactTimes(store, time.Now, discard)
 	timeOf, err := f.TimeOf(ctx, "a")
 	require.NoError(t, err)
 	require.Equal(t, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), timeOf("unknown fact"))
@@ -90,3 +93,27 @@ func TestFactDocNullEntry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"since":"2026-11-01T12:00:00Z","facts":{"h2":{"added":"2026-11-02T12:00:00Z"}}}`, string(data))
 }
+
+// A document that does not parse (damaged, or edited by hand) starts afresh
+// instead of failing the agent's applies.
+func TestFactDocTornStartsAfresh(t *testing.T) {
+	ctx := context.Background()
+	store, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	_, err = blob.PutBytes(ctx, store, factKey("a"), []byte(`{"since":"2026-11-01T12:00:00Z","facts":{"h1":{"add`), blob.PutOptions{})
+	require.NoError(t, err)
+	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
+	var logs strings.Builder
+	f := newFactTimes(store, func() time.Time { return now }, slog.New(slog.NewTextHandler(&logs, nil)))
+	timeOf, err := f.TimeOf(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, now, timeOf("any fact"), "no times known: every fact counts as added now")
+	require.Contains(t, logs.String(), "unreadable fact index")
+	require.NoError(t, f.Added(ctx, "a", []string{"a new fact"}, now))
+	require.NoError(t, f.Flush(ctx))
+	data, _, err := blob.GetBytes(ctx, store, factKey("a"))
+	require.NoError(t, err)
+	require.True(t, json.Valid(data), "the next flush replaces it")
+}
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

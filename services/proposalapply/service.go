@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, blobs: d.Blobs, objectsLocation: d.ObjectsLocation, repo: d.Repo, store: store, counter: counter, now: now, logger: logger,
-		facts: newFactTimes(d.Blobs, now), metrics: newMetrics(d.MeterProvider),
+		facts: newFactTimes(d.Blobs, now, logger), metrics: newMetrics(d.MeterProvider),
 		hub: newHub(d.Repo, logger, cfg.WatchPoll), pusher: p,
 	}
 	s.engine = newEngine(s)
