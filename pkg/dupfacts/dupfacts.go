@@ -36,7 +36,10 @@ func (r Repeat) Detail() string {
 // called only when an update appends to facts.md.
 func Find(updates []*memoryv1.FileUpdate, readFacts func() (string, error)) ([]Repeat, error) {
 	appended := map[string]bool{}
-	for _, u := range appends(updates) {
+	for _, u := range updates {
+		if !isAppend(u) {
+			continue
+		}
 		for _, line := range strings.Split(u.GetContent(), "\n") {
 			if strings.TrimSpace(line) != "" {
 				appended[Normalize(line)] = true
@@ -74,16 +77,6 @@ func Find(updates []*memoryv1.FileUpdate, readFacts func() (string, error)) ([]R
 
 func isAppend(u *memoryv1.FileUpdate) bool {
 	return u.GetFile() == memlayout.FactsFile && u.GetOperation() == memoryv1.Operation_OPERATION_APPEND
-}
-
-func appends(updates []*memoryv1.FileUpdate) []*memoryv1.FileUpdate {
-	var out []*memoryv1.FileUpdate
-	for _, u := range updates {
-		if isAppend(u) {
-			out = append(out, u)
-		}
-	}
-	return out
 }
 
 // Normalize compares facts the way a person would: case and spacing aside.
