@@ -35,41 +35,40 @@ func (r Repeat) Detail() string {
 // that repeats one of the facts in the text readFacts returns. readFacts is
 // called only when an update appends to facts.md.
 func Find(updates []*memoryv1.FileUpdate, readFacts func() (string, error)) ([]Repeat, error) {
-	appended := map[string]bool{}
-	for _, u := range updates {
+	type appended struct {
+		update     int
+		line, norm string
+	}
+	var lines []appended
+	for i, u := range updates {
 		if !isAppend(u) {
 			continue
 		}
 		for _, line := range strings.Split(u.GetContent(), "\n") {
-			if strings.TrimSpace(line) != "" {
-				appended[Normalize(line)] = true
+			if line = strings.TrimSpace(line); line != "" {
+				lines = append(lines, appended{i, line, Normalize(line)})
 			}
 		}
 	}
-	if len(appended) == 0 {
+	if len(lines) == 0 {
 		return nil, nil
 	}
 	facts, err := readFacts()
 	if err != nil {
 		return nil, err
 	}
-	known := map[string]string{}
+	known := map[string]string{} // normalised appended line -> the fact it repeats
 	for _, f := range mdops.ParseFacts(facts) {
-		for norm := range appended {
-			if sameFact(f.Text, norm) {
-				known[norm] = f.Text
+		for _, l := range lines {
+			if sameFact(f.Text, l.norm) {
+				known[l.norm] = f.Text
 			}
 		}
 	}
 	var out []Repeat
-	for i, u := range updates {
-		if !isAppend(u) {
-			continue
-		}
-		for _, line := range strings.Split(u.GetContent(), "\n") {
-			if was, ok := known[Normalize(line)]; ok && strings.TrimSpace(line) != "" {
-				out = append(out, Repeat{Update: i, Line: strings.TrimSpace(line), Existing: was})
-			}
+	for _, l := range lines {
+		if was, ok := known[l.norm]; ok {
+			out = append(out, Repeat{Update: l.update, Line: l.line, Existing: was})
 		}
 	}
 	return out, nil
