@@ -47,10 +47,10 @@ const (
 // REF_DELTAs, which name their base by hash and so survive being copied
 // into another pack with it), and only ones git is not using specially
 // (no .keep, .promisor, .mtimes or .bitmap), so packs from git gc or a
-// push are left alone. Crash safety: the merged
-// pack is durable (fsynced, renamed, directory fsynced) before any old pack
-// is deleted, so every object stays present at every instant; a crash in
-// between leaves duplicates, which the next merge drops.
+// push are left alone. Crash safety: the merged pack is durable (fsynced,
+// renamed, directory fsynced) before any old pack is deleted, so every
+// object stays present at every instant; a crash in between leaves
+// duplicates, which the next merge drops.
 func (r *Repo) CompactPacks(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err

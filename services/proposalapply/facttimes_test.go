@@ -96,7 +96,7 @@ func TestFactDocNullEntry(t *testing.T) {
 
 // A document that does not parse (damaged, or edited by hand) starts afresh
 // instead of failing the agent's applies.
-func TestFactDocTornStartsAfresh(t *testing.T) {
+func TestFactDocUnreadableStartsAfresh(t *testing.T) {
 	ctx := context.Background()
 	store, err := blob.NewFS(t.TempDir())
 	require.NoError(t, err)
