@@ -1,12 +1,11 @@
 // Package proposalstore keeps proposals durable as JSON documents in the
-// object store (proposals/<agentId>/<proposalId>.json), so the write plane can
-// move to any host once the store is MinIO. A proposal is acknowledged only
-// after its document is durably written; an in-memory index, rebuilt from the
-// documents at start-up, answers queries.
+// object store, so the write plane can move to any host once the store is
+// MinIO: a log of whole documents, written in batches (log.go). A proposal
+// or a change of it is acknowledged only after it is durably written; an
+// in-memory index, rebuilt from the log at start-up, answers queries.
 package proposalstore
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -65,12 +64,14 @@ func Key(agentID, proposalID string) string {
 	return Prefix + agentID + "/" + proposalID + ".json"
 }
 
+// encode returns the document as one line of JSON.
 func encode(r *Record) ([]byte, error) {
-	p, err := protojson.MarshalOptions{Indent: "  "}.Marshal(r.Proposal)
+	p, err := protojson.Marshal(r.Proposal)
 	if err != nil {
 		return nil, err
 	}
-	return json.MarshalIndent(document{Schema: 1, Proposal: p, BaseCommit: r.BaseCommit, BaseVersion: r.BaseVersion}, "", "  ")
+	// Marshal compacts the raw proposal too: one line.
+	return json.Marshal(document{Schema: 1, Proposal: p, BaseCommit: r.BaseCommit, BaseVersion: r.BaseVersion})
 }
 
 func decode(data []byte) (*Record, error) {
@@ -90,10 +91,12 @@ func decode(data []byte) (*Record, error) {
 
 // Store is the durable proposal store with its in-memory index.
 type Store struct {
-	blobs  blob.Store
 	logger *slog.Logger
 
 	locks [64]sync.Mutex // per-proposal write locks, striped by id
+
+	log     *groupLog
+	compact *compactor
 
 	mu      sync.RWMutex
 	byID    map[string]*Record
@@ -101,30 +104,63 @@ type Store struct {
 	idem    map[string]string   // idempotency key -> proposal id
 }
 
-// Open loads every proposal document from the object store.
+// Open loads every proposal: the documents earlier versions wrote, then the
+// log in batch order. Close stops its background merges.
 func Open(ctx context.Context, blobs blob.Store, logger *slog.Logger) (*Store, error) {
-	s := &Store{blobs: blobs, logger: logger, byID: map[string]*Record{}, byAgent: map[string][]string{}, idem: map[string]string{}}
+	s := &Store{logger: logger, byID: map[string]*Record{}, byAgent: map[string][]string{}, idem: map[string]string{}}
+	var found []segment
 	for info, err := range blobs.List(ctx, Prefix) {
 		if err != nil {
 			return nil, fmt.Errorf("proposalstore: list: %w", err)
+		}
+		if g, ok := parseSegmentKey(info.Key); ok {
+			found = append(found, g)
+			continue
 		}
 		data, _, err := blob.GetBytes(ctx, blobs, info.Key)
 		if err != nil {
 			return nil, fmt.Errorf("proposalstore: read %s: %w", info.Key, err)
 		}
-		rec, err := decode(data)
+		s.load(info.Key, data)
+	}
+	live, covered := liveSegments(found)
+	next := uint64(0)
+	for _, g := range live {
+		lines, err := readSegment(ctx, blobs, g)
 		if err != nil {
-			// A document we cannot read is kept aside, not silently dropped.
-			logger.Error("unreadable proposal document left in place", "key", info.Key, "err", err)
-			continue
+			return nil, err
 		}
-		s.index(rec)
+		for _, line := range lines {
+			s.load(g.key(), line)
+		}
+		next = g.hi + 1
+	}
+	for _, g := range covered {
+		if err := blobs.Delete(ctx, g.key()); err != nil {
+			logger.Warn("merged proposal log segment not deleted", "key", g.key(), "err", err)
+		}
 	}
 	for agent := range s.byAgent {
 		slices.Sort(s.byAgent[agent])
 	}
+	s.compact = newCompactor(blobs, logger, live)
+	s.log = newGroupLog(blobs, next, s.compact.add)
 	return s, nil
 }
+
+// load indexes one document; a later one of the same proposal replaces it.
+func (s *Store) load(where string, data []byte) {
+	rec, err := decode(data)
+	if err != nil {
+		// A document we cannot read is kept aside, not silently dropped.
+		s.logger.Error("unreadable proposal document left in place", "key", where, "err", err)
+		return
+	}
+	s.index(rec)
+}
+
+// Close stops the log's background merges.
+func (s *Store) Close() { s.compact.close() }
 
 func idemKey(p *memoryv1.Proposal) string {
 	if p.GetIdempotencyKey() == "" {
@@ -209,15 +245,14 @@ func (s *Store) waitFor(ctx context.Context, id string) (*Record, bool, error) {
 }
 
 func (s *Store) persist(ctx context.Context, rec *Record) error {
+	if err := ctx.Err(); err != nil {
+		return err // abandoned before anything was written
+	}
 	data, err := encode(rec)
 	if err != nil {
 		return fmt.Errorf("proposalstore: encode: %w", err)
 	}
-	key := Key(rec.Proposal.GetAgentId(), rec.Proposal.GetProposalId())
-	if _, err := s.blobs.Put(ctx, key, bytes.NewReader(data), int64(len(data)), blob.PutOptions{ContentType: "application/json"}); err != nil {
-		return fmt.Errorf("proposalstore: write %s: %w", key, err)
-	}
-	return nil
+	return s.log.append(data)
 }
 
 // Get returns a copy of the proposal.

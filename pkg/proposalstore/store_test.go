@@ -18,6 +18,7 @@ func newStore(t testing.TB, bs blob.Store) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), bs, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
+	t.Cleanup(s.Close)
 	return s
 }
 

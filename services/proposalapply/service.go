@@ -138,6 +138,7 @@ func (s *Service) Stop() {
 		s.cancel()
 	}
 	s.bg.Wait()
+	s.store.Close()
 }
 
 // SetGuard connects the semantic guard (entity-graph's CheckProposal);
