@@ -158,3 +158,27 @@ func BenchmarkEncodeEntry(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChangedFileBlobs lists what one commit changed at 1,000 agents,
+// as every commit follower does for every commit.
+func BenchmarkChangedFileBlobs(b *testing.B) {
+	ctx := context.Background()
+	r := newTestRepo(b)
+	seedAgents(b, r, 1000)
+	var commits []plumbing.Hash
+	parent := head(b, r)
+	for i := range 64 {
+		next, err := r.Commit(ctx, CommitRequest{Parent: parent, Message: "memory-update: bench", Changes: []Change{
+			{Path: fmt.Sprintf("memory/agent-%d/facts.md", (i*37)%1000), Content: []byte(fmt.Sprintf("# Facts %d\n", i))}}})
+		require.NoError(b, err)
+		commits, parent = append(commits, next), next
+	}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.ChangedFileBlobs(ctx, commits[i%len(commits)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

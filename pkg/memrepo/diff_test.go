@@ -45,11 +45,25 @@ func TestDiffCommits(t *testing.T) {
 // order of tree entries ("d" as a file and as a directory, "d.f" and "d-f"
 // sorting before "d/", names that are prefixes of others).
 func TestDiffCommitsMatchesGit(t *testing.T) {
+	checkDiffsAgainstGit(t, []string{"d", "d/f", "d/g/h", "d.f", "d-f", "d0/f", "e", "e/d", "dd/f", "d/f.md", "d/f/x"}, 9)
+}
+
+// The same over a wide directory, as memory/ is (an entry per agent): the
+// diff skips the entries both trees share at their start and end.
+func TestDiffCommitsMatchesGitWideTree(t *testing.T) {
+	var paths []string
+	for i := range 60 {
+		paths = append(paths, fmt.Sprintf("m/a%02d/f", i), fmt.Sprintf("m/a%02d/g/h", i))
+	}
+	paths = append(paths, "m/a07", "m/a07.x", "m/a59-", "m/b", "m/a")
+	checkDiffsAgainstGit(t, paths, 10)
+}
+
+func checkDiffsAgainstGit(t *testing.T, paths []string, seed uint64) {
 	ctx := context.Background()
 	r, err := Init(ctx, filepath.Join(t.TempDir(), "m.git"), InitOptions{})
 	require.NoError(t, err)
-	paths := []string{"d", "d/f", "d/g/h", "d.f", "d-f", "d0/f", "e", "e/d", "dd/f", "d/f.md", "d/f/x"}
-	rng := rand.New(rand.NewPCG(9, 9))
+	rng := rand.New(rand.NewPCG(seed, seed))
 	commits := []plumbing.Hash{}
 	head, err := r.Head(ctx)
 	require.NoError(t, err)

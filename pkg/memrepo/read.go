@@ -309,7 +309,13 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 		}
 		return nil
 	}
-	ta, tb := rawEntries{b: ra}, rawEntries{b: rb}
+	// Entries the two trees share byte for byte, at the start and at the
+	// end, are skipped without being parsed: a commit changes one agent's
+	// entry of memory/ (an entry per agent), and walking all the others was
+	// most of what a diff cost.
+	skip := sharedPrefixEntries(ra, rb)
+	ta, tb := rawEntries{b: ra[skip:]}, rawEntries{b: rb[skip:]}
+	restA, restB := ta.b, tb.b // from the current entries on
 	ea, oka, err := ta.next()
 	if err != nil {
 		return fmt.Errorf("memrepo: tree %s: %w", a, err)
@@ -344,18 +350,55 @@ func (r *Repo) diffTrees(ctx context.Context, prefix string, a, b plumbing.Hash,
 		if err != nil {
 			return err
 		}
+		differs := c != 0 || ea.hash != eb.hash || !bytes.Equal(ea.mode, eb.mode)
 		if c <= 0 {
+			restA = ta.b
 			if ea, oka, err = ta.next(); err != nil {
 				return fmt.Errorf("memrepo: tree %s: %w", a, err)
 			}
 		}
 		if c >= 0 {
+			restB = tb.b
 			if eb, okb, err = tb.next(); err != nil {
 				return fmt.Errorf("memrepo: tree %s: %w", b, err)
 			}
 		}
+		// Checked after a difference only, so the comparisons add up to
+		// about one pass over the trees.
+		if differs && bytes.Equal(restA, restB) {
+			return nil
+		}
 	}
 	return nil
+}
+
+// sharedPrefixEntries returns the length of the whole entries a and b (raw
+// trees) start with byte for byte. Entry boundaries are found by the NUL
+// after each name, without parsing the entries; a malformed tree stops the
+// count early, and the walk that follows reports it.
+func sharedPrefixEntries(a, b []byte) int {
+	n := commonPrefix(a, b)
+	end := 0
+	for {
+		nul := bytes.IndexByte(a[end:n], 0)
+		if nul < 0 || end+nul+1+len(plumbing.ZeroHash) > n {
+			return end
+		}
+		end += nul + 1 + len(plumbing.ZeroHash)
+	}
+}
+
+// commonPrefix returns how many bytes a and b start with alike.
+func commonPrefix(a, b []byte) int {
+	const block = 64 // compared with bytes.Equal's vector loop
+	n, i := min(len(a), len(b)), 0
+	for i+block <= n && bytes.Equal(a[i:i+block], b[i:i+block]) {
+		i += block
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // rawEntry is an entry of a raw tree object; name and mode point into it.

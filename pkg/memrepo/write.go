@@ -269,7 +269,13 @@ func (r *Repo) publish(ctx context.Context, parent plumbing.Hash, objs *objectSe
 		return nil, err
 	}
 	// The next commit reads these trees back as its parent: keep them hot.
+	// Trees are cached as their raw bytes, which the diff of every commit
+	// walks without a copy (a memory object only hands out copies).
 	for _, o := range objs.list {
+		if raw, ok := objs.treeContent[o.Hash()]; ok {
+			r.objs.cache.Put(&packedObject{h: o.Hash(), t: plumbing.TreeObject, cont: raw})
+			continue
+		}
 		r.objs.cache.Put(o)
 	}
 	if err := lock.commit(); err != nil {
