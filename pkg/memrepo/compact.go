@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -68,6 +69,9 @@ type mergeable struct {
 }
 
 func (s *objectStore) compact() error {
+	if err := s.deleteRetired(time.Now()); err != nil {
+		return err
+	}
 	// Cheap early exit, the common case after a commit.
 	if packs, err := s.packList(false); err != nil || len(packs) < compactMinPacks {
 		return err
@@ -80,7 +84,10 @@ func (s *objectStore) compact() error {
 	if len(sel) < 2 {
 		return nil
 	}
-	return s.merge(sel)
+	if err := s.merge(sel); err != nil {
+		return err
+	}
+	return s.deleteRetired(time.Now()) // without a grace (tests): at once
 }
 
 // mergeCandidates lists the packs compact may merge (see CompactPacks).
@@ -103,7 +110,7 @@ func (s *objectStore) mergeCandidates() ([]mergeable, error) {
 	}
 	var out []mergeable
 	for _, p := range packs {
-		if special[p.name] || s.unmergeable[p.name] {
+		if special[p.name] || s.unmergeable[p.name] || s.isRetired(p.name) {
 			continue
 		}
 		fi, err := os.Stat(filepath.Join(s.packDir(), p.name+".pack"))
@@ -185,7 +192,42 @@ func (s *objectStore) merge(packs []mergeable) error {
 	// Readers switch to the merged pack before the old files go away; one
 	// that still holds an old snapshot retries after a rescan (lookup).
 	s.replacePacks(removed, merged)
-	return s.deletePacks(removed)
+	s.retired = append(s.retired, retiredPacks{names: removed, at: time.Now()})
+	return nil
+}
+
+// defaultRetiredGrace is how long packs a merge replaced stay on disk. A directory
+// listing that runs while the merged pack is renamed in and the old ones
+// are deleted may show neither (readdir promises nothing about entries
+// changed meanwhile), and a reader in another process that lists then
+// finds no pack holding the object it needs. Deleting the old packs well
+// after the rename keeps every object in some listed pack at every instant.
+const defaultRetiredGrace = time.Second
+
+// retiredPacks are packs one merge replaced.
+type retiredPacks struct {
+	names map[string]bool
+	at    time.Time
+}
+
+// deleteRetired deletes the packs retired at least retiredGrace ago.
+func (s *objectStore) deleteRetired(now time.Time) error {
+	var errs []error
+	for len(s.retired) > 0 && now.Sub(s.retired[0].at) >= s.retiredGrace {
+		errs = append(errs, s.deletePacks(s.retired[0].names))
+		s.retired = s.retired[1:]
+	}
+	return errors.Join(errs...)
+}
+
+// isRetired reports whether pack name is waiting to be deleted.
+func (s *objectStore) isRetired(name string) bool {
+	for _, r := range s.retired {
+		if r.names[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // packEntries returns the index entries of a pack in pack order.

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -64,6 +65,10 @@ type objectStore struct {
 	// unmergeable names packs compact must skip (deltas, corruption). Only
 	// compact uses it, under Repo.compactMu.
 	unmergeable map[string]bool
+	// retired are packs a merge replaced, deleted by a later compact once
+	// retiredGrace has passed (compact.go); also under Repo.compactMu.
+	retired      []retiredPacks
+	retiredGrace time.Duration
 }
 
 // packIndex is one loaded pack .idx. MemoryIndex is safe for concurrent use.
@@ -127,11 +132,12 @@ const commitCacheSize = 8 << 20
 
 func newObjectStore(gitDir string) *objectStore {
 	return &objectStore{
-		dir:         filepath.Join(gitDir, "objects"),
-		cache:       cache.NewObjectLRU(objectCacheSize),
-		trees:       newTreeCache(),
-		commits:     lru.New[plumbing.Hash, *object.Commit](commitCacheSize),
-		unmergeable: map[string]bool{},
+		dir:          filepath.Join(gitDir, "objects"),
+		cache:        cache.NewObjectLRU(objectCacheSize),
+		trees:        newTreeCache(),
+		commits:      lru.New[plumbing.Hash, *object.Commit](commitCacheSize),
+		unmergeable:  map[string]bool{},
+		retiredGrace: defaultRetiredGrace,
 	}
 }
 
@@ -194,6 +200,10 @@ func (s *objectStore) get(t plumbing.ObjectType, h plumbing.Hash) (plumbing.Enco
 	return o, nil
 }
 
+// maxLookupRounds bounds the rescans of one lookup that keeps finding its
+// pack replaced.
+const maxLookupRounds = 16
+
 func (s *objectStore) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if o, ok := s.cache.Get(h); ok {
 		return o, nil
@@ -204,8 +214,17 @@ func (s *objectStore) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	// objects/pack. Loose objects are retried too because git gc first
 	// writes a pack and then deletes the loose files, so an object can move
 	// from "loose" to "in a pack we have not seen yet" between our probes.
-	for round := 0; round < 2; round++ {
-		packs, err := s.packList(round > 0)
+	//
+	// While packs come and go (the writer merges them after every commit
+	// batch), a round that found its pack replaced, or whose rescan changed
+	// the list, earns another: a pack a rescan found can be merged away
+	// before it is read, and a directory listing that runs during a merge
+	// may show neither the merged pack nor the ones it replaced. With two
+	// rounds only, a reader failed about once in a million reads under load
+	// (TestLookupDuringCompaction).
+	inFlux := false
+	for round := 0; round < 2 || (inFlux && round < maxLookupRounds); round++ {
+		packs, changed, err := s.listPacks(round > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +234,9 @@ func (s *objectStore) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
 			return o, nil
 		}
 		// fs.ErrNotExist: a pack we knew about was deleted by a repack.
-		if !errors.Is(err, plumbing.ErrObjectNotFound) && !errors.Is(err, fs.ErrNotExist) {
+		replaced := errors.Is(err, fs.ErrNotExist)
+		inFlux = replaced || changed
+		if !errors.Is(err, plumbing.ErrObjectNotFound) && !replaced {
 			return nil, fmt.Errorf("memrepo: read packed object %s: %w", h, err)
 		}
 		o, err = s.readLoose(h)
@@ -288,15 +309,22 @@ func (s *objectStore) readPacked(packs []*packIndex, h plumbing.Hash) (plumbing.
 // rescanning objects/pack when rescan is set. Indexes already loaded are
 // reused, so a rescan costs one readdir plus the new .idx files.
 func (s *objectStore) packList(rescan bool) ([]*packIndex, error) {
+	packs, _, err := s.listPacks(rescan)
+	return packs, err
+}
+
+// listPacks is packList that also reports whether the rescan changed the
+// list.
+func (s *objectStore) listPacks(rescan bool) (_ []*packIndex, changed bool, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.packsLoaded && !rescan {
-		return s.packs, nil
+		return s.packs, false, nil
 	}
 	packDir := s.packDir()
 	names, err := readDirNames(packDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("memrepo: list packs: %w", err)
+		return nil, false, fmt.Errorf("memrepo: list packs: %w", err)
 	}
 	have := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -323,14 +351,18 @@ func (s *objectStore) packList(rescan bool) ([]*packIndex, error) {
 			continue // deleted by a concurrent repack
 		}
 		if err != nil {
-			return nil, fmt.Errorf("memrepo: load %s: %w", n, err)
+			return nil, false, fmt.Errorf("memrepo: load %s: %w", n, err)
 		}
 		packs = append(packs, &packIndex{name: base, idx: idx})
+	}
+	changed = len(packs) != len(s.packs)
+	for _, p := range packs {
+		changed = changed || old[p.name] != p
 	}
 	closeDropped(s.packs, packs)
 	s.packs = packs // a new slice: earlier snapshots stay valid for readers
 	s.packsLoaded = true
-	return packs, nil
+	return packs, changed, nil
 }
 
 // closeDropped closes the files of the packs in old that are not in now.
