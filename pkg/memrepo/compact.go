@@ -110,7 +110,7 @@ func (s *objectStore) mergeCandidates() ([]mergeable, error) {
 	}
 	var out []mergeable
 	for _, p := range packs {
-		if special[p.name] || s.unmergeable[p.name] || s.isRetired(p.name) {
+		if special[p.name] || s.unmergeable[p.name] {
 			continue
 		}
 		fi, err := os.Stat(filepath.Join(s.packDir(), p.name+".pack"))
@@ -214,20 +214,16 @@ type retiredPacks struct {
 func (s *objectStore) deleteRetired(now time.Time) error {
 	var errs []error
 	for len(s.retired) > 0 && now.Sub(s.retired[0].at) >= s.retiredGrace {
-		errs = append(errs, s.deletePacks(s.retired[0].names))
+		names := s.retired[0].names
+		errs = append(errs, s.deletePacks(names))
 		s.retired = s.retired[1:]
+		s.mu.Lock()
+		for name := range names {
+			delete(s.retiredNames, name)
+		}
+		s.mu.Unlock()
 	}
 	return errors.Join(errs...)
-}
-
-// isRetired reports whether pack name is waiting to be deleted.
-func (s *objectStore) isRetired(name string) bool {
-	for _, r := range s.retired {
-		if r.names[name] {
-			return true
-		}
-	}
-	return false
 }
 
 // packEntries returns the index entries of a pack in pack order.

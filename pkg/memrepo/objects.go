@@ -61,6 +61,9 @@ type objectStore struct {
 	mu          sync.Mutex
 	packs       []*packIndex // snapshot, replaced (never mutated) on rescan
 	packsLoaded bool
+	// retiredNames are the packs of retired (below), which a rescan leaves
+	// out: the merged pack holds their objects.
+	retiredNames map[string]bool
 
 	// unmergeable names packs compact must skip (deltas, corruption). Only
 	// compact uses it, under Repo.compactMu.
@@ -138,6 +141,7 @@ func newObjectStore(gitDir string) *objectStore {
 		commits:      lru.New[plumbing.Hash, *object.Commit](commitCacheSize),
 		unmergeable:  map[string]bool{},
 		retiredGrace: defaultRetiredGrace,
+		retiredNames: map[string]bool{},
 	}
 }
 
@@ -339,7 +343,7 @@ func (s *objectStore) listPacks(rescan bool) (_ []*packIndex, changed bool, _ er
 		base, ok := strings.CutSuffix(n, ".idx")
 		// git renames the .pack into place before the .idx, and only
 		// packs with both files are usable.
-		if !ok || !strings.HasPrefix(base, "pack-") || !have[base+".pack"] {
+		if !ok || !strings.HasPrefix(base, "pack-") || !have[base+".pack"] || s.retiredNames[base] {
 			continue
 		}
 		if p := old[base]; p != nil {

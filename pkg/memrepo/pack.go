@@ -168,6 +168,9 @@ func (s *objectStore) replacePacks(removed map[string]bool, added *packIndex) {
 	_, _ = s.packList(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for name := range removed {
+		s.retiredNames[name] = true // until deleteRetired removes the files
+	}
 	packs := make([]*packIndex, 0, len(s.packs)+1)
 	if added != nil {
 		packs = append(packs, added) // newest first: that is where recent objects are
