@@ -38,8 +38,7 @@ func applied(t *testing.T, s *Store, id, sha string) {
 // every acknowledged write is there after a restart.
 func TestConcurrentWritesShareSegments(t *testing.T) {
 	ctx := context.Background()
-	bs, err := blob.NewFS(t.TempDir())
-	require.NoError(t, err)
+	bs := fsBlobs(t)
 	s := newStore(t, bs)
 
 	const n = 200
@@ -74,8 +73,7 @@ func TestConcurrentWritesShareSegments(t *testing.T) {
 // and keep the last state of every proposal.
 func TestSegmentsAreMerged(t *testing.T) {
 	ctx := context.Background()
-	bs, err := blob.NewFS(t.TempDir())
-	require.NoError(t, err)
+	bs := fsBlobs(t)
 	s := newStore(t, bs)
 	const n = 300 // 600 batches: levels 0, 1 and 2
 	var ids []string
@@ -118,8 +116,7 @@ func TestSegmentsAreMerged(t *testing.T) {
 // both: the merged one wins and the inputs are removed at the next start.
 func TestCoveredSegmentsIgnoredAndRemoved(t *testing.T) {
 	ctx := context.Background()
-	bs, err := blob.NewFS(t.TempDir())
-	require.NoError(t, err)
+	bs := fsBlobs(t)
 	r := rec("curator", "run", "", time.Now())
 	id := r.Proposal.GetProposalId()
 	line := func(status memoryv1.ProposalStatus) []byte {
@@ -149,8 +146,7 @@ func TestCoveredSegmentsIgnoredAndRemoved(t *testing.T) {
 // such a proposal, written to the log, wins.
 func TestEarlierDocumentsReadLogWins(t *testing.T) {
 	ctx := context.Background()
-	bs, err := blob.NewFS(t.TempDir())
-	require.NoError(t, err)
+	bs := fsBlobs(t)
 	r := rec("0-agent", "run", "k", time.Now()) // sorts before _log
 	doc, err := encode(r)
 	require.NoError(t, err)
@@ -178,8 +174,7 @@ func TestUnreadableLineSkippedAndKept(t *testing.T) {
 	require.NoError(t, err)
 	lines := [][]byte{[]byte("{broken"), good}
 	ctx := context.Background()
-	bs, err := blob.NewFS(t.TempDir())
-	require.NoError(t, err)
+	bs := fsBlobs(t)
 	_, err = blob.PutBytes(ctx, bs, segment{}.key(), append(append(append([]byte{}, lines[0]...), '\n'), append(good, '\n')...), blob.PutOptions{})
 	require.NoError(t, err)
 	s := newStore(t, bs)

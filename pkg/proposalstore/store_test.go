@@ -14,6 +14,14 @@ import (
 	"github.com/garden-bloom/memory/pkg/blob"
 )
 
+// fsBlobs is a folder object store in a temporary directory.
+func fsBlobs(t testing.TB) blob.Store {
+	t.Helper()
+	bs, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	return bs
+}
+
 func newStore(t testing.TB, bs blob.Store) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), bs, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -31,8 +39,7 @@ func rec(agent, run, key string, at time.Time) *Record {
 
 func TestCreateGetUpdateReopen(t *testing.T) {
 	ctx := context.Background()
-	bs, err := blob.NewFS(t.TempDir())
-	require.NoError(t, err)
+	bs := fsBlobs(t)
 	s := newStore(t, bs)
 
 	r := rec("curator", "run_1", "", time.Now())
@@ -65,8 +72,7 @@ func TestCreateGetUpdateReopen(t *testing.T) {
 
 func TestIdempotentCreateUnderConcurrency(t *testing.T) {
 	ctx := context.Background()
-	bs, err := blob.NewFS(t.TempDir())
-	require.NoError(t, err)
+	bs := fsBlobs(t)
 	s := newStore(t, bs)
 
 	ids := make(chan string, 32)
@@ -100,8 +106,7 @@ func TestIdempotentCreateUnderConcurrency(t *testing.T) {
 
 func TestListNewestFirstPagedAndFiltered(t *testing.T) {
 	ctx := context.Background()
-	bs, err := blob.NewFS(t.TempDir())
-	require.NoError(t, err)
+	bs := fsBlobs(t)
 	s := newStore(t, bs)
 	base := time.Date(2026, 2, 17, 10, 0, 0, 0, time.UTC)
 	var want []string
@@ -114,7 +119,7 @@ func TestListNewestFirstPagedAndFiltered(t *testing.T) {
 		require.NoError(t, err)
 		want = append([]string{r.Proposal.GetProposalId()}, want...)
 	}
-	_, _, err = s.Create(ctx, rec("b", "run", "", base))
+	_, _, err := s.Create(ctx, rec("b", "run", "", base))
 	require.NoError(t, err)
 
 	var got []string
@@ -146,9 +151,8 @@ func TestListNewestFirstPagedAndFiltered(t *testing.T) {
 
 func TestUnreadableDocumentIsSkippedNotDeleted(t *testing.T) {
 	ctx := context.Background()
-	bs, err := blob.NewFS(t.TempDir())
-	require.NoError(t, err)
-	_, err = blob.PutBytes(ctx, bs, Key("a", "proposal_broken"), []byte("{not json"), blob.PutOptions{})
+	bs := fsBlobs(t)
+	_, err := blob.PutBytes(ctx, bs, Key("a", "proposal_broken"), []byte("{not json"), blob.PutOptions{})
 	require.NoError(t, err)
 	s := newStore(t, bs)
 	require.Equal(t, 0, s.Len())
