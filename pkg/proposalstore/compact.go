@@ -130,7 +130,6 @@ func (c *compactor) merge(ctx context.Context, run []segment) error {
 	if _, err := blob.PutBytes(ctx, c.blobs, out.key(), data, blob.PutOptions{ContentType: "application/jsonl"}); err != nil {
 		return err
 	}
-	out.size = int64(len(data))
 	c.mu.Lock()
 	i := slices.IndexFunc(c.segs, func(g segment) bool { return g.lo == run[0].lo })
 	c.segs = slices.Replace(c.segs, i, i+len(run), out)

@@ -31,10 +31,7 @@ import (
 const logPrefix = Prefix + "_log/"
 
 // segment is one log object.
-type segment struct {
-	lo, hi uint64
-	size   int64
-}
+type segment struct{ lo, hi uint64 }
 
 func (g segment) key() string { return fmt.Sprintf("%s%016x-%016x.jsonl", logPrefix, g.lo, g.hi) }
 
@@ -112,7 +109,6 @@ func (l *groupLog) append(line []byte) error {
 	if err != nil {
 		err = fmt.Errorf("proposalstore: write %s: %w", seg.key(), err)
 	} else {
-		seg.size = int64(len(data))
 		l.added(seg)
 	}
 
