@@ -210,7 +210,7 @@ type retiredPacks struct {
 	at    time.Time
 }
 
-// deleteRetired deletes the packs retired at least retiredGrace ago.
+// deleteRetired deletes the packs retired at least s.retiredGrace ago.
 func (s *objectStore) deleteRetired(now time.Time) error {
 	var errs []error
 	for len(s.retired) > 0 && now.Sub(s.retired[0].at) >= s.retiredGrace {

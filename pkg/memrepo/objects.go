@@ -205,7 +205,7 @@ func (s *objectStore) get(t plumbing.ObjectType, h plumbing.Hash) (plumbing.Enco
 }
 
 // maxLookupRounds bounds the rescans of one lookup that keeps finding its
-// pack replaced.
+// pack replaced or the pack list changed.
 const maxLookupRounds = 16
 
 func (s *objectStore) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
