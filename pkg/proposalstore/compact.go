@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -38,15 +39,14 @@ type compactor struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu     sync.Mutex
-	segs   []segment       // in batch order, disjoint
-	broken map[uint64]bool // segments (by lo) that could not be read: left alone
+	mu   sync.Mutex
+	segs []segment // in batch order, disjoint
 }
 
 func newCompactor(blobs blob.Store, logger *slog.Logger, segs []segment) *compactor {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &compactor{blobs: blobs, logger: logger, kick: make(chan struct{}, 1), cancel: cancel,
-		done: make(chan struct{}), segs: segs, broken: map[uint64]bool{}}
+		done: make(chan struct{}), segs: segs}
 	go c.run(ctx)
 	c.poke()
 	return c
@@ -83,8 +83,8 @@ func (c *compactor) run(ctx context.Context) {
 		}
 		for run := c.due(); run != nil && ctx.Err() == nil; run = c.due() {
 			if err := c.merge(ctx, run); err != nil {
-				// Retried at the next segment written; a segment that
-				// cannot be read is left out of merges from now on.
+				// Retried at the next segment written (an object
+				// store outage ends).
 				c.logger.Error("merging proposal log segments failed", "from", run[0].key(), "to", run[len(run)-1].key(), "err", err)
 				break
 			}
@@ -99,7 +99,7 @@ func (c *compactor) due() []segment {
 	defer c.mu.Unlock()
 	for i := 0; i < len(c.segs); {
 		j := i
-		for j < len(c.segs) && !c.broken[c.segs[j].lo] && level(c.segs[j]) == level(c.segs[i]) {
+		for j < len(c.segs) && level(c.segs[j]) == level(c.segs[i]) {
 			j++
 		}
 		if j-i >= fanout {
@@ -116,30 +116,38 @@ func (c *compactor) due() []segment {
 func (c *compactor) merge(ctx context.Context, run []segment) error {
 	var lines [][]byte
 	for _, g := range run {
-		data, _, err := blob.GetBytes(ctx, c.blobs, g.key())
-		if err != nil {
-			c.mu.Lock()
-			c.broken[g.lo] = true
-			c.mu.Unlock()
+		more, err := readSegment(ctx, c.blobs, g)
+		if errors.Is(err, blob.ErrNotFound) {
+			// Deleted behind our back: it leaves the list, and the
+			// others wait for the next full run.
+			c.replace([]segment{g})
 			return err
 		}
-		lines = append(lines, splitLines(data)...)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, more...)
 	}
 	out := segment{lo: run[0].lo, hi: run[len(run)-1].hi}
 	data := mergeLines(lines)
 	if _, err := blob.PutBytes(ctx, c.blobs, out.key(), data, blob.PutOptions{ContentType: "application/jsonl"}); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	i := slices.IndexFunc(c.segs, func(g segment) bool { return g.lo == run[0].lo })
-	c.segs = slices.Replace(c.segs, i, i+len(run), out)
-	c.mu.Unlock()
+	c.replace(run, out)
 	for _, g := range run {
 		if err := c.blobs.Delete(ctx, g.key()); err != nil {
 			c.logger.Warn("merged proposal log segment not deleted; removed at the next start", "key", g.key(), "err", err)
 		}
 	}
 	return nil
+}
+
+// replace puts with in the place of the consecutive segments old.
+func (c *compactor) replace(old []segment, with ...segment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.segs, func(g segment) bool { return g.lo == old[0].lo })
+	c.segs = slices.Replace(c.segs, i, i+len(old), with...)
 }
 
 // splitLines returns the non-empty lines of data.

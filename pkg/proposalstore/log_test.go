@@ -2,9 +2,13 @@ package proposalstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,4 +200,41 @@ func TestSegmentKeys(t *testing.T) {
 		_, ok := parseSegmentKey(bad)
 		require.False(t, ok, bad)
 	}
+}
+
+// failingGets makes every Get of the store it wraps fail while set, as
+// during an object store outage.
+type failingGets struct {
+	blob.Store
+	fail atomic.Bool
+}
+
+func (f *failingGets) Get(ctx context.Context, key string) (io.ReadCloser, blob.Info, error) {
+	if f.fail.Load() {
+		return nil, blob.Info{}, errors.New("object store unavailable")
+	}
+	return f.Store.Get(ctx, key)
+}
+
+// A merge that could not read its segments is tried again once the store
+// answers: an outage must not stop merging for the life of the process.
+func TestMergeRetriedAfterReadFailure(t *testing.T) {
+	ctx := context.Background()
+	bs := &failingGets{Store: fsBlobs(t)}
+	s := newStore(t, bs)
+	bs.fail.Store(true)
+	var id string
+	for range fanout {
+		r := rec("curator", "run", "", time.Now())
+		_, _, err := s.Create(ctx, r)
+		require.NoError(t, err)
+		id = r.Proposal.GetProposalId()
+	}
+	time.Sleep(50 * time.Millisecond) // the merge of the 16 runs, and fails
+	require.Len(t, segmentKeys(t, bs), fanout)
+	bs.fail.Store(false)
+	applied(t, s, id, "sha") // a 17th segment: the merge is tried again
+	want := []string{segment{lo: 0, hi: fanout - 1}.key(), segment{lo: fanout, hi: fanout}.key()}
+	require.Eventually(t, func() bool { return slices.Equal(segmentKeys(t, bs), want) }, 10*time.Second, 10*time.Millisecond,
+		"the first 16 segments merged: %v", segmentKeys(t, bs))
 }

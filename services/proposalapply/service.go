@@ -91,6 +91,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	}
 	p, err := newPusher(d.Repo, cfg, lookupEnv, logger)
 	if err != nil {
+		store.Close()
 		return nil, err
 	}
 	s := &Service{
