@@ -192,7 +192,6 @@ func (s *objectStore) merge(packs []mergeable) error {
 	// Readers switch to the merged pack before the old files go away; one
 	// that still holds an old snapshot retries after a rescan (lookup).
 	s.replacePacks(removed, merged)
-	s.retired = append(s.retired, retiredPacks{names: removed, at: time.Now()})
 	return nil
 }
 
@@ -204,26 +203,27 @@ func (s *objectStore) merge(packs []mergeable) error {
 // after the rename keeps every object in some listed pack at every instant.
 const defaultRetiredGrace = time.Second
 
-// retiredPacks are packs one merge replaced.
-type retiredPacks struct {
-	names map[string]bool
-	at    time.Time
-}
-
-// deleteRetired deletes the packs retired at least s.retiredGrace ago.
+// deleteRetired deletes the packs retired at least s.retiredGrace ago. They
+// stay retired (out of rescans) until their files are gone.
 func (s *objectStore) deleteRetired(now time.Time) error {
-	var errs []error
-	for len(s.retired) > 0 && now.Sub(s.retired[0].at) >= s.retiredGrace {
-		names := s.retired[0].names
-		errs = append(errs, s.deletePacks(names))
-		s.retired = s.retired[1:]
-		s.mu.Lock()
-		for name := range names {
-			delete(s.retiredNames, name)
+	due := map[string]bool{}
+	s.mu.Lock()
+	for name, at := range s.retired {
+		if now.Sub(at) >= s.retiredGrace {
+			due[name] = true
 		}
-		s.mu.Unlock()
 	}
-	return errors.Join(errs...)
+	s.mu.Unlock()
+	if len(due) == 0 {
+		return nil
+	}
+	err := s.deletePacks(due)
+	s.mu.Lock()
+	for name := range due {
+		delete(s.retired, name)
+	}
+	s.mu.Unlock()
+	return err
 }
 
 // packEntries returns the index entries of a pack in pack order.

@@ -61,17 +61,15 @@ type objectStore struct {
 	mu          sync.Mutex
 	packs       []*packIndex // snapshot, replaced (never mutated) on rescan
 	packsLoaded bool
-	// retiredNames are the packs of retired (below), which a rescan leaves
-	// out: the merged pack holds their objects.
-	retiredNames map[string]bool
+	// retired are packs a merge replaced, by when: a rescan leaves them
+	// out (the merged pack holds their objects), and a compact at least
+	// retiredGrace later deletes them (compact.go).
+	retired      map[string]time.Time
+	retiredGrace time.Duration
 
 	// unmergeable names packs compact must skip (deltas, corruption). Only
 	// compact uses it, under Repo.compactMu.
 	unmergeable map[string]bool
-	// retired are packs a merge replaced, deleted by a later compact once
-	// retiredGrace has passed (compact.go); also under Repo.compactMu.
-	retired      []retiredPacks
-	retiredGrace time.Duration
 }
 
 // packIndex is one loaded pack .idx. MemoryIndex is safe for concurrent use.
@@ -140,8 +138,8 @@ func newObjectStore(gitDir string) *objectStore {
 		trees:        newTreeCache(),
 		commits:      lru.New[plumbing.Hash, *object.Commit](commitCacheSize),
 		unmergeable:  map[string]bool{},
+		retired:      map[string]time.Time{},
 		retiredGrace: defaultRetiredGrace,
-		retiredNames: map[string]bool{},
 	}
 }
 
@@ -343,7 +341,7 @@ func (s *objectStore) listPacks(rescan bool) (_ []*packIndex, changed bool, _ er
 		base, ok := strings.CutSuffix(n, ".idx")
 		// git renames the .pack into place before the .idx, and only
 		// packs with both files are usable.
-		if !ok || !strings.HasPrefix(base, "pack-") || !have[base+".pack"] || s.retiredNames[base] {
+		if !ok || !strings.HasPrefix(base, "pack-") || !have[base+".pack"] || !s.retired[base].IsZero() {
 			continue
 		}
 		if p := old[base]; p != nil {

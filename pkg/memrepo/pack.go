@@ -168,8 +168,9 @@ func (s *objectStore) replacePacks(removed map[string]bool, added *packIndex) {
 	_, _ = s.packList(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
 	for name := range removed {
-		s.retiredNames[name] = true // until deleteRetired removes the files
+		s.retired[name] = now // until deleteRetired removes the files
 	}
 	packs := make([]*packIndex, 0, len(s.packs)+1)
 	if added != nil {
