@@ -154,7 +154,7 @@ func TestEarlierDocumentsReadLogWins(t *testing.T) {
 	r := rec("0-agent", "run", "k", time.Now()) // sorts before _log
 	doc, err := encode(r)
 	require.NoError(t, err)
-	_, err = blob.PutBytes(ctx, bs, Key("0-agent", r.Proposal.GetProposalId()), doc, blob.PutOptions{})
+	_, err = blob.PutBytes(ctx, bs, docKey("0-agent", r.Proposal.GetProposalId()), doc, blob.PutOptions{})
 	require.NoError(t, err)
 
 	s := newStore(t, bs)
@@ -196,7 +196,7 @@ func TestSegmentKeys(t *testing.T) {
 	require.Equal(t, 1, level(g))
 	require.Equal(t, 0, level(segment{lo: 3, hi: 3}))
 	require.Equal(t, 2, level(segment{lo: 0, hi: 255}))
-	for _, bad := range []string{logPrefix + "x.jsonl", logPrefix + "0000000000000002-0000000000000001.jsonl", Key("a", "proposal_x")} {
+	for _, bad := range []string{logPrefix + "x.jsonl", logPrefix + "0000000000000002-0000000000000001.jsonl", docKey("a", "proposal_x")} {
 		_, ok := parseSegmentKey(bad)
 		require.False(t, ok, bad)
 	}

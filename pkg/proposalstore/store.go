@@ -59,11 +59,6 @@ type document struct {
 	BaseVersion int32           `json:"baseVersion"`
 }
 
-// Key is the object key of a proposal.
-func Key(agentID, proposalID string) string {
-	return Prefix + agentID + "/" + proposalID + ".json"
-}
-
 // encode returns the document as one line of JSON.
 func encode(r *Record) ([]byte, error) {
 	p, err := protojson.Marshal(r.Proposal)

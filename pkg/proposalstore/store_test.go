@@ -14,6 +14,12 @@ import (
 	"github.com/garden-bloom/memory/pkg/blob"
 )
 
+// docKey is where versions before the log kept a proposal's document; Open
+// still reads those.
+func docKey(agentID, proposalID string) string {
+	return Prefix + agentID + "/" + proposalID + ".json"
+}
+
 // fsBlobs is a folder object store in a temporary directory.
 func fsBlobs(t testing.TB) blob.Store {
 	t.Helper()
@@ -152,11 +158,11 @@ func TestListNewestFirstPagedAndFiltered(t *testing.T) {
 func TestUnreadableDocumentIsSkippedNotDeleted(t *testing.T) {
 	ctx := context.Background()
 	bs := fsBlobs(t)
-	_, err := blob.PutBytes(ctx, bs, Key("a", "proposal_broken"), []byte("{not json"), blob.PutOptions{})
+	_, err := blob.PutBytes(ctx, bs, docKey("a", "proposal_broken"), []byte("{not json"), blob.PutOptions{})
 	require.NoError(t, err)
 	s := newStore(t, bs)
 	require.Equal(t, 0, s.Len())
-	_, err = bs.Stat(ctx, Key("a", "proposal_broken"))
+	_, err = bs.Stat(ctx, docKey("a", "proposal_broken"))
 	require.NoError(t, err)
 }
 
