@@ -65,3 +65,34 @@ func BenchmarkQueries(b *testing.B) {
 		})
 	}
 }
+
+// syntheticFacts is a facts.md near its Layer 1 limit, shaped like the
+// benchmark harness's: ~250 bullets in a few sections, a third of them
+// opening with a wiki link.
+func syntheticFacts() string {
+	var b strings.Builder
+	b.WriteString("# Facts: agent-00004\n")
+	for s, section := range []string{"Domain", "People", "Systems", "Benchmark"} {
+		fmt.Fprintf(&b, "\n## %s\n", section)
+		for i := range 64 {
+			n := s*64 + i
+			if n%3 == 0 {
+				fmt.Fprintf(&b, "- [[project:Entity %d]] pipeline keeps partition %d with %d keys in the region of [[Entity %d]]\n", n%97, n, n*7%41, n%13)
+				continue
+			}
+			fmt.Fprintf(&b, "- The service %d publishes %d tables for the team %d every %d days\n", n, n*3%17, n%29, n%31)
+		}
+	}
+	return b.String()
+}
+
+// BenchmarkDeriveFacts: what the graph derives from one changed facts.md,
+// the per-commit cost of following the write plane.
+func BenchmarkDeriveFacts(b *testing.B) {
+	content := syntheticFacts()
+	b.SetBytes(int64(len(content)))
+	b.ReportAllocs()
+	for b.Loop() {
+		derive("memory/agent-00004/facts.md", content)
+	}
+}

@@ -3,7 +3,7 @@ package entitygraph
 import (
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/garden-bloom/memory/pkg/mdops"
@@ -183,9 +183,16 @@ func isMarkdown(p string) bool {
 // as "memory/curator/facts.md") with the given content, ordered by line.
 // Non-Markdown files yield nil. The rules are listed in the package comment.
 func Extract(p, content string) []Mention {
-	p = cleanPath(p)
+	ms, _ := extract(cleanPath(p), content)
+	return ms
+}
+
+// extract is Extract on a clean path; for an agent's facts.md it also
+// returns the parsed facts, which derive needs too (parsing them was a
+// tenth of following a commit).
+func extract(p, content string) ([]Mention, []mdops.Fact) {
 	if !isMarkdown(p) {
-		return nil
+		return nil, nil
 	}
 	agentID, agentName, rest := agentOf(p)
 	lines := scanLinks(content)
@@ -196,20 +203,22 @@ func Extract(p, content string) []Mention {
 			out = append(out, Mention{EntityID: l.id, Label: l.label, Type: l.typ, Relation: RelRefersTo, Line: ll.line})
 		}
 	}
+	var facts []mdops.Fact
 	if agentID != "" {
 		switch rest {
 		case "facts.md":
-			out = append(out, factPairs(content, lines)...)
+			facts = mdops.ParseFacts(content)
+			out = mergeByLine(out, factPairs(facts, lines))
 		case "decisions.md":
 			out = append(out, decisionMentions(content, agentID, lines)...)
+			slices.SortStableFunc(out, func(a, b Mention) int { return a.Line - b.Line })
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 
 	if agentID != "" {
 		// The agent mentions everything in its own folder. Built after
 		// the sort so each agent edge follows the mentions of its line.
-		var withAgent []Mention
+		withAgent := make([]Mention, 0, 2*len(out))
 		for i := 0; i < len(out); {
 			j := i
 			for j < len(out) && out[j].Line == out[i].Line {
@@ -229,24 +238,47 @@ func Extract(p, content string) []Mention {
 		}
 		out = withAgent
 	}
-	return dedupe(out)
+	return dedupe(out), facts
+}
+
+// mergeByLine merges two lists in line order into one, a's mentions first
+// on a line both have: what a stable sort of a then b would give, without
+// moving every mention of a facts.md around.
+func mergeByLine(a, b []Mention) []Mention {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]Mention, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0].Line < a[0].Line {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	out = append(out, a...)
+	return append(out, b...)
 }
 
 // factPairs returns relates_to mentions between the distinct entities
 // linked on one fact bullet line, each unordered pair once with
-// EntityID < Target.
-func factPairs(content string, lines []lineLinks) []Mention {
-	byLine := map[int][]link{}
-	for _, ll := range lines {
-		byLine[ll.line] = ll.links
-	}
+// EntityID < Target. Both facts and lines are in line order.
+func factPairs(facts []mdops.Fact, lines []lineLinks) []Mention {
 	var out []Mention
-	for _, f := range mdops.ParseFacts(content) {
+	k := 0
+	for _, f := range facts {
+		for k < len(lines) && lines[k].line < f.Line {
+			k++
+		}
+		if k == len(lines) {
+			break
+		}
+		if lines[k].line != f.Line || len(lines[k].links) < 2 {
+			continue
+		}
 		var ls []link
-		seen := map[string]bool{}
-		for _, l := range byLine[f.Line] {
-			if !seen[l.id] {
-				seen[l.id] = true
+		for _, l := range lines[k].links {
+			if !slices.ContainsFunc(ls, func(x link) bool { return x.id == l.id }) {
 				ls = append(ls, l)
 			}
 		}
@@ -326,18 +358,47 @@ func linkLine(lines []lineLinks, id string, start, end int) int {
 	return start
 }
 
-// dedupe drops exact repeats, keeping the first.
+// dedupe drops exact repeats, keeping the first. ms is in line order and
+// a repeat has the same line, so only the mentions of one line are
+// compared (a set of all of them cost a third of Extract); a line naming
+// many entities gets a set, as its pairs grow with the square.
 func dedupe(ms []Mention) []Mention {
-	seen := map[Mention]bool{}
 	out := ms[:0]
+	lineStart := 0 // where the current line's mentions begin in out
+	var seen map[Mention]bool
 	for _, m := range ms {
-		if !seen[m] {
-			seen[m] = true
-			out = append(out, m)
+		if len(out) > lineStart && out[lineStart].Line != m.Line {
+			lineStart, seen = len(out), nil
 		}
+		switch line := out[lineStart:]; {
+		case seen != nil:
+			if seen[m] {
+				continue
+			}
+		case len(line) < dedupeScanMax:
+			if slices.Contains(line, m) {
+				continue
+			}
+		default:
+			seen = make(map[Mention]bool, 2*len(line))
+			for _, x := range line {
+				seen[x] = true
+			}
+			if seen[m] {
+				continue
+			}
+		}
+		if seen != nil {
+			seen[m] = true
+		}
+		out = append(out, m)
 	}
 	if len(out) == 0 {
 		return nil
 	}
 	return out
 }
+
+// dedupeScanMax is how many mentions of one line dedupe compares one by one
+// before it keeps a set instead.
+const dedupeScanMax = 32

@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/garden-bloom/memory/pkg/mdops"
 )
 
 // Commit is one git commit as the graph needs it.
@@ -437,20 +435,17 @@ func (g *Graph) ApplyCommit(c Commit) {
 
 // derive computes a source's contribution.
 func derive(p, content string) *fileState {
-	fs := fromMentions(Extract(p, content))
-	if agent, _, rest := agentOf(p); agent != "" && rest == "facts.md" {
-		for _, f := range mdops.ParseFacts(content) {
-			var ids []string
-			seen := map[string]bool{}
-			for _, l := range linksIn(f.Text) {
-				if !seen[l.id] {
-					seen[l.id] = true
-					ids = append(ids, l.id)
-				}
+	ms, facts := extract(p, content)
+	fs := fromMentions(ms)
+	for _, f := range facts {
+		var ids []string
+		for _, l := range linksIn(f.Text) {
+			if !slices.Contains(ids, l.id) {
+				ids = append(ids, l.id)
 			}
-			if len(ids) > 0 {
-				fs.facts = append(fs.facts, fact{section: strings.Clone(f.Section), text: strings.Clone(f.Text), line: f.Line, ids: ids})
-			}
+		}
+		if len(ids) > 0 {
+			fs.facts = append(fs.facts, fact{section: strings.Clone(f.Section), text: strings.Clone(f.Text), line: f.Line, ids: ids})
 		}
 	}
 	return fs
@@ -458,12 +453,23 @@ func derive(p, content string) *fileState {
 
 // fromMentions turns mentions into a source contribution.
 func fromMentions(ms []Mention) *fileState {
-	nodes, edges := map[string]bool{}, map[edgeKey]int{}
-	fs := &fileState{}
+	fs := &fileState{decls: make([]decl, 0, len(ms))}
+	// Copies: the graph outlives the file text, and a substring would keep
+	// all of it alive (most of the graph's memory, issue #9). One copy per
+	// distinct string: a file names each entity many times over.
+	copies := map[string]string{}
+	clone := func(s string) string {
+		c, ok := copies[s]
+		if !ok {
+			c = strings.Clone(s)
+			copies[c] = c
+		}
+		return c
+	}
+	nodes := map[string]bool{}
+	edges := map[edgeKey]int{} // each edge at its first line (ms is in line order)
 	for _, m := range ms {
-		// Clones: the graph outlives the file text, and a substring would
-		// keep all of it alive (most of the graph's memory, issue #9).
-		m.EntityID, m.Label, m.Target = strings.Clone(m.EntityID), strings.Clone(m.Label), strings.Clone(m.Target)
+		m.EntityID, m.Label, m.Target = clone(m.EntityID), clone(m.Label), clone(m.Target)
 		fs.decls = append(fs.decls, decl{m.EntityID, m.Label, m.Type})
 		nodes[m.EntityID] = true
 		if m.Target == "" {
@@ -471,11 +477,12 @@ func fromMentions(ms []Mention) *fileState {
 		}
 		nodes[m.Target] = true
 		k := edgeKey{m.EntityID, m.Target, m.Relation}
-		if l, ok := edges[k]; !ok || m.Line < l {
+		if _, ok := edges[k]; !ok {
 			edges[k] = m.Line
 		}
 	}
 	fs.nodes = slices.Sorted(maps.Keys(nodes))
+	fs.edges = make([]fileEdge, 0, len(edges))
 	for k, line := range edges {
 		fs.edges = append(fs.edges, fileEdge{k, line})
 	}

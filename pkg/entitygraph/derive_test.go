@@ -1,0 +1,137 @@
+package entitygraph
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// naiveDerive is derive as sets would compute it: mentions deduplicated
+// through a set of whole mentions, nodes and edges collected in maps (each
+// edge at its smallest line), the facts' ids through a set. derive must
+// give the same file state with its sorted slices.
+func naiveDerive(p, content string) *fileState {
+	ms := Extract(p, content)
+	seen := map[Mention]bool{}
+	nodes, edges := map[string]bool{}, map[edgeKey]int{}
+	fs := &fileState{}
+	for _, m := range ms {
+		if seen[m] {
+			panic(fmt.Sprintf("Extract returned %v twice", m))
+		}
+		seen[m] = true
+		fs.decls = append(fs.decls, decl{m.EntityID, m.Label, m.Type})
+		nodes[m.EntityID] = true
+		if m.Target == "" {
+			continue
+		}
+		nodes[m.Target] = true
+		k := edgeKey{m.EntityID, m.Target, m.Relation}
+		if l, ok := edges[k]; !ok || m.Line < l {
+			edges[k] = m.Line
+		}
+	}
+	for n := range nodes {
+		fs.nodes = append(fs.nodes, n)
+	}
+	for k, l := range edges {
+		fs.edges = append(fs.edges, fileEdge{k, l})
+	}
+	sortState(fs)
+	return fs
+}
+
+func sortState(fs *fileState) {
+	strs := fs.nodes
+	for i := range strs {
+		for j := i + 1; j < len(strs); j++ {
+			if strs[j] < strs[i] {
+				strs[i], strs[j] = strs[j], strs[i]
+			}
+		}
+	}
+	for i := range fs.edges {
+		for j := i + 1; j < len(fs.edges); j++ {
+			if compareKeys(fs.edges[j].key, fs.edges[i].key) < 0 {
+				fs.edges[i], fs.edges[j] = fs.edges[j], fs.edges[i]
+			}
+		}
+	}
+}
+
+// randomFacts writes a facts.md of n bullets whose links repeat within and
+// across lines, some lines naming many entities, some inside a code fence.
+func randomFacts(r *rand.Rand, n int) string {
+	var b strings.Builder
+	b.WriteString("# Facts: agent-7\n\n## Domain\n")
+	for i := range n {
+		switch r.IntN(20) {
+		case 0:
+			b.WriteString("\n## Section " + fmt.Sprint(i) + "\n")
+		case 1:
+			b.WriteString("```\n- [[Hidden]] in code\n```\n")
+		}
+		b.WriteString("- fact")
+		links := r.IntN(4)
+		if r.IntN(30) == 0 {
+			links = 10 + r.IntN(40) // past dedupeScanMax once paired
+		}
+		for range links {
+			prefix := []string{"", "person:", "project:", "artifact:"}[r.IntN(4)]
+			fmt.Fprintf(&b, " [[%sEntity %d]]", prefix, r.IntN(12))
+		}
+		b.WriteString(" tail\n")
+	}
+	return b.String()
+}
+
+func TestDeriveMatchesSets(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	for i := range 300 {
+		content := randomFacts(r, 1+r.IntN(60))
+		p := "memory/agent-7/facts.md"
+		if i%5 == 0 {
+			p = "memory/agent-7/snapshot.md"
+		}
+		if ms := Extract(p, content); !slices.IsSortedFunc(ms, func(a, b Mention) int { return a.Line - b.Line }) {
+			t.Fatalf("case %d: Extract's mentions are not in line order: %v", i, ms)
+		}
+		got, want := derive(p, content), naiveDerive(p, content)
+		if !slices.Equal(got.nodes, want.nodes) || !slices.Equal(got.edges, want.edges) || !slices.Equal(got.decls, want.decls) {
+			t.Fatalf("case %d (%s): derive differs from the set-based derivation\ncontent:\n%s\ngot nodes %v\nwant %v\ngot edges %v\nwant %v",
+				i, p, content, got.nodes, want.nodes, got.edges, want.edges)
+		}
+		for _, f := range got.facts {
+			for j, id := range f.ids {
+				for _, other := range f.ids[j+1:] {
+					if id == other {
+						t.Fatalf("case %d: fact %q lists %s twice", i, f.text, id)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDedupeKeepsFirstOfEachRepeat checks both ways dedupe compares: one by
+// one on a short line, through a set on a long one.
+func TestDedupeKeepsFirstOfEachRepeat(t *testing.T) {
+	for _, n := range []int{3, dedupeScanMax * 3} {
+		var in, want []Mention
+		for line := 1; line <= 3; line++ {
+			for i := range n {
+				m := Mention{EntityID: fmt.Sprintf("e%d", i%(n/2+1)), Line: line}
+				in = append(in, m)
+				if i <= n/2 {
+					want = append(want, m)
+				}
+			}
+		}
+		if got := dedupe(in); !reflect.DeepEqual(got, want) {
+			t.Fatalf("n=%d: dedupe kept %d of %d mentions, want %d", n, len(got), len(in), len(want))
+		}
+	}
+}
