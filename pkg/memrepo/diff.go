@@ -104,6 +104,27 @@ func (r *Repo) ReadBlob(ctx context.Context, h plumbing.Hash) ([]byte, error) {
 	return copyContent(o)
 }
 
+// ReadBlobText is ReadBlob for callers that want a string: one copy of a
+// packed blob, where string(ReadBlob) made two. The commit followers read
+// every changed file this way.
+func (r *Repo) ReadBlobText(ctx context.Context, h plumbing.Hash) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	o, err := r.objs.get(plumbing.BlobObject, h)
+	if err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return "", fmt.Errorf("%w: blob %s", ErrFileNotFound, h)
+		}
+		return "", fmt.Errorf("memrepo: read blob %s: %w", h, err)
+	}
+	if po, ok := o.(*packedObject); ok {
+		return string(po.cont), nil
+	}
+	data, err := copyContent(o)
+	return string(data), err
+}
+
 // isFileMode reports whether a raw tree entry mode is a file (regular,
 // executable or symlink), which ReadFile reads; submodules are not.
 func isFileMode(mode []byte) bool {

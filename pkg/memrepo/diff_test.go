@@ -114,8 +114,13 @@ func checkDiffsAgainstGit(t *testing.T, paths []string, seed uint64) {
 			blob, err := r.ReadBlob(ctx, f.Blob)
 			require.NoError(t, err)
 			require.Equal(t, content, blob, "%s in %s", f.Path, b)
+			text, err := r.ReadBlobText(ctx, f.Blob)
+			require.NoError(t, err)
+			require.Equal(t, string(content), text, "%s in %s", f.Path, b)
 		}
 	}
 	_, err = r.ReadBlob(ctx, commits[0])
+	require.ErrorIs(t, err, ErrFileNotFound, "a commit is no blob")
+	_, err = r.ReadBlobText(ctx, commits[0])
 	require.ErrorIs(t, err, ErrFileNotFound, "a commit is no blob")
 }

@@ -470,11 +470,10 @@ func (s *Service) commit(ctx context.Context, repo *memrepo.Repo, c *object.Comm
 			out.Files[ch.Path] = nil
 			continue
 		}
-		data, err := repo.ReadBlob(ctx, ch.Blob)
+		text, err := repo.ReadBlobText(ctx, ch.Blob)
 		if err != nil {
 			return out, fmt.Errorf("read %s at %s: %w", ch.Path, c.Hash, err)
 		}
-		text := string(data)
 		out.Files[ch.Path] = &text
 	}
 	return out, nil

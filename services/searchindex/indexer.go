@@ -110,11 +110,11 @@ func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to
 		if ch.Deleted() {
 			batch.Deletes = append(batch.Deletes, path)
 		} else {
-			data, err := repo.ReadBlob(ctx, ch.Blob)
+			text, err := repo.ReadBlobText(ctx, ch.Blob)
 			if err != nil {
 				return n, fmt.Errorf("read %s: %w", path, err)
 			}
-			batch.Upserts = append(batch.Upserts, chunkFile(path, agent, f.Layer, string(f.Kind), to.String(), string(data)))
+			batch.Upserts = append(batch.Upserts, chunkFile(path, agent, f.Layer, string(f.Kind), to.String(), text))
 		}
 		n++
 		done = path // paths are sorted
