@@ -32,24 +32,30 @@ const sumSize = 8
 // chunkSum fingerprints what chunkDoc indexes and stores. SHA-256 rather
 // than a cheaper non-cryptographic hash: agents write this text, and a
 // crafted collision would keep a changed chunk's old text in the index.
-func chunkSum(f File, c chunker.Chunk) [sumSize]byte {
-	h := sha256.New()
+// The fields are length-prefixed into buf (reused by the caller: a file's
+// chunks were hashed with an allocation per field) and hashed at once.
+func chunkSum(buf []byte, f File, c chunker.Chunk) ([sumSize]byte, []byte) {
+	buf = buf[:0]
 	field := func(s string) {
-		var n [binary.MaxVarintLen64]byte
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		h.Write([]byte(s))
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	number := func(n int) {
+		var digits [20]byte
+		d := strconv.AppendInt(digits[:0], int64(n), 10)
+		buf = binary.AppendUvarint(buf, uint64(len(d)))
+		buf = append(buf, d...)
 	}
 	field(f.AgentID)
-	field(strconv.Itoa(f.Layer))
+	number(f.Layer)
 	field(f.Kind)
-	field(strconv.Itoa(len(c.Headings)))
+	number(len(c.Headings))
 	for _, hd := range c.Headings {
 		field(hd)
 	}
 	field(c.Text)
-	var out [sumSize]byte
-	copy(out[:], h.Sum(nil))
-	return out
+	sum := sha256.Sum256(buf)
+	return [sumSize]byte(sum[:sumSize]), buf
 }
 
 // newFileMeta is the bookkeeping of f: its chunks' fingerprints and spans.
@@ -57,8 +63,10 @@ func newFileMeta(f File) fileMeta {
 	fm := fileMeta{Chunks: len(f.Chunks), Version: f.Version,
 		Sums: make([]byte, 0, len(f.Chunks)*sumSize), Spans: make([]byte, 0, len(f.Chunks)*2)}
 	prevEnd := 0
+	var buf []byte
 	for _, c := range f.Chunks {
-		sum := chunkSum(f, c)
+		var sum [sumSize]byte
+		sum, buf = chunkSum(buf, f, c)
 		fm.Sums = append(fm.Sums, sum[:]...)
 		// Spans are ascending and do not overlap: the gap since the last
 		// chunk and the length fit in a byte or two each.
@@ -73,6 +81,35 @@ func newFileMeta(f File) fileMeta {
 // their spans inside them, as indexes before content ids wrote them.
 func (fm fileMeta) positional() bool { return fm.Chunks > 0 && fm.Spans == nil }
 
+// chunkKey is a content-id chunk's identity within its file: its
+// fingerprint, and which repeat of that chunk in the file it is.
+type chunkKey struct {
+	sum [sumSize]byte
+	dup int
+}
+
+// keys returns the keys of fm's chunks, in chunk order; fm must not be
+// positional.
+func (fm fileMeta) keys() []chunkKey {
+	out := make([]chunkKey, fm.Chunks)
+	seen := make(map[[sumSize]byte]int, fm.Chunks)
+	for i := range out {
+		sum := [sumSize]byte(fm.Sums[i*sumSize : (i+1)*sumSize])
+		out[i] = chunkKey{sum, seen[sum]}
+		seen[sum]++
+	}
+	return out
+}
+
+// chunkID is the document id of the chunk k of the file at path.
+func chunkID(path string, k chunkKey) string {
+	id := path + "#" + hex.EncodeToString(k.sum[:])
+	if k.dup > 0 {
+		id += "." + strconv.Itoa(k.dup)
+	}
+	return id
+}
+
 // ids returns the document ids of fm's chunks, in chunk order.
 func (fm fileMeta) ids(path string) []string {
 	out := make([]string, fm.Chunks)
@@ -82,15 +119,8 @@ func (fm fileMeta) ids(path string) []string {
 		}
 		return out
 	}
-	seen := make(map[string]int, fm.Chunks)
-	for i := range out {
-		id := path + "#" + hex.EncodeToString(fm.Sums[i*sumSize:(i+1)*sumSize])
-		if k := seen[id]; k > 0 {
-			out[i] = id + "." + strconv.Itoa(k)
-		} else {
-			out[i] = id
-		}
-		seen[id]++
+	for i, k := range fm.keys() {
+		out[i] = chunkID(path, k)
 	}
 	return out
 }
@@ -135,31 +165,38 @@ func (fm fileMeta) span(path, id string) (start, end int, ok bool) {
 // returns f's new bookkeeping. No id is both deleted and updated.
 func (ix *Index) upsertFile(batch *index.Batch, old fileMeta, f File) fileMeta {
 	fm := newFileMeta(f)
-	oldIDs := old.ids(f.Path)
-	var kept map[string]bool // positional chunks are never kept
+	// Compared by key, not id: most of a file's chunks are unchanged, and
+	// only those written or deleted need their id spelt out.
+	var oldKeys []chunkKey
+	kept := map[chunkKey]bool{} // positional chunks are never kept
 	if !old.positional() {
-		kept = make(map[string]bool, len(oldIDs))
-		for _, id := range oldIDs {
-			kept[id] = true
+		oldKeys = old.keys()
+		for _, k := range oldKeys {
+			kept[k] = true
 		}
 	}
-	newIDs := fm.ids(f.Path)
-	wanted := make(map[string]bool, len(newIDs))
-	for i, id := range newIDs {
-		wanted[id] = true
-		if kept[id] {
+	newKeys := fm.keys()
+	wanted := make(map[chunkKey]bool, len(newKeys))
+	for i, k := range newKeys {
+		wanted[k] = true
+		if kept[k] {
 			continue // the same chunk is indexed already
 		}
 		// An id the file did not have is in no segment (ids start with
 		// the path, and the file's bookkeeping lists all of them), so it
 		// is inserted: an update would look it up in every segment to
 		// retire the old copy, which on a first pass is most segments.
-		batch.Insert(ix.chunkDoc(id, f, f.Chunks[i]))
+		batch.Insert(ix.chunkDoc(chunkID(f.Path, k), f, f.Chunks[i]))
 		ix.chunkWrites.Add(1)
 	}
-	for _, id := range oldIDs {
-		if !wanted[id] {
+	if old.positional() {
+		for _, id := range old.ids(f.Path) {
 			batch.Delete(bluge.Identifier(id))
+		}
+	}
+	for _, k := range oldKeys {
+		if !wanted[k] {
+			batch.Delete(bluge.Identifier(chunkID(f.Path, k)))
 		}
 	}
 	return fm
