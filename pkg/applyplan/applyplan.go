@@ -180,7 +180,18 @@ func Build(in Input) (*Plan, error) {
 		summary = append(summary, fmt.Sprintf("- **%s:** %s", rel, what))
 	}
 
-	if err := evict(in, w, plan, date); err != nil {
+	// One count per distinct text: eviction counts facts.md as it is and as
+	// it would be kept, and the limits below count the kept text again.
+	counted := map[string]int{}
+	count := func(text string) int {
+		n, ok := counted[text]
+		if !ok {
+			n = in.Counter.Count(text)
+			counted[text] = n
+		}
+		return n
+	}
+	if err := evict(in, count, w, plan, date); err != nil {
 		return nil, err
 	}
 	for _, line := range evictionSummary(plan) {
@@ -195,7 +206,7 @@ func Build(in Input) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		counts[rel] = in.Counter.Count(s)
+		counts[rel] = count(s)
 		if counts[rel] > limit {
 			return nil, invalidf("%s would be %d tokens, over its hard limit of %d, and eviction cannot bring it under", rel, counts[rel], limit)
 		}
@@ -279,7 +290,7 @@ func Build(in Input) (*Plan, error) {
 
 // evict keeps facts.md and open_loops.md under their hard limits, moving
 // what leaves Layer 1 into decisions.md (spec integration §2.3).
-func evict(in Input, w *workspace, plan *Plan, date time.Time) error {
+func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time.Time) error {
 	agent := in.Proposal.GetAgentId()
 	var decisionLines, frozenLines []string
 
@@ -287,23 +298,24 @@ func evict(in Input, w *workspace, plan *Plan, date time.Time) error {
 	if err != nil {
 		return err
 	}
-	if in.Counter.Count(facts) > memlayout.FactsLimit {
-		factTime := in.FactTime
-		if factTime == nil {
-			factTime = func(string) time.Time { return date }
-		}
-		kept, evicted := mdops.EvictFacts(facts, memlayout.FactsLimit, in.Counter.Count,
-			func(f mdops.Fact) time.Time { return factTime(f.Text) }, date)
-		if len(evicted) > 0 {
-			w.set(memlayout.FactsFile, kept)
-			for _, f := range evicted {
-				plan.EvictedFacts = append(plan.EvictedFacts, f.Text)
-				why := "oldest"
-				if date.Sub(factTime(f.Text)) > 30*24*time.Hour {
-					why = "stale-fact"
-				}
-				decisionLines = append(decisionLines, mdops.EvictedFactLine(f, date, why))
+	// EvictFacts and EvictLoops count the file first and return it as it
+	// is when it fits: counting it here as well counted every apply's
+	// facts.md twice.
+	factTime := in.FactTime
+	if factTime == nil {
+		factTime = func(string) time.Time { return date }
+	}
+	kept, evicted := mdops.EvictFacts(facts, memlayout.FactsLimit, count,
+		func(f mdops.Fact) time.Time { return factTime(f.Text) }, date)
+	if len(evicted) > 0 {
+		w.set(memlayout.FactsFile, kept)
+		for _, f := range evicted {
+			plan.EvictedFacts = append(plan.EvictedFacts, f.Text)
+			why := "oldest"
+			if date.Sub(factTime(f.Text)) > 30*24*time.Hour {
+				why = "stale-fact"
 			}
+			decisionLines = append(decisionLines, mdops.EvictedFactLine(f, date, why))
 		}
 	}
 
@@ -311,8 +323,7 @@ func evict(in Input, w *workspace, plan *Plan, date time.Time) error {
 	if err != nil {
 		return err
 	}
-	if in.Counter.Count(loops) > memlayout.OpenLoopsLimit {
-		kept, _, frozen := mdops.EvictLoops(loops, memlayout.OpenLoopsLimit, in.Counter.Count, date)
+	if kept, removed, frozen := mdops.EvictLoops(loops, memlayout.OpenLoopsLimit, count, date); kept != loops || len(removed)+len(frozen) > 0 {
 		w.set(memlayout.OpenLoopsFile, kept)
 		for _, l := range frozen {
 			plan.FrozenLoops = append(plan.FrozenLoops, l.ID)
