@@ -1,6 +1,7 @@
 package entitygraph
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -9,57 +10,29 @@ import (
 	"testing"
 )
 
-// naiveDerive is derive as sets would compute it: mentions deduplicated
-// through a set of whole mentions, nodes and edges collected in maps (each
-// edge at its smallest line), the facts' ids through a set. derive must
-// give the same file state with its sorted slices.
+// naiveDerive is derive computed another way: every mention checked
+// against all earlier ones for repeats, nodes and edges sorted with their
+// duplicates and compacted, each edge keeping its smallest line. derive
+// must give the same file state.
 func naiveDerive(p, content string) *fileState {
 	ms := Extract(p, content)
-	seen := map[Mention]bool{}
-	nodes, edges := map[string]bool{}, map[edgeKey]int{}
 	fs := &fileState{}
-	for _, m := range ms {
-		if seen[m] {
+	for i, m := range ms {
+		if slices.Contains(ms[:i], m) {
 			panic(fmt.Sprintf("Extract returned %v twice", m))
 		}
-		seen[m] = true
 		fs.decls = append(fs.decls, decl{m.EntityID, m.Label, m.Type})
-		nodes[m.EntityID] = true
-		if m.Target == "" {
-			continue
-		}
-		nodes[m.Target] = true
-		k := edgeKey{m.EntityID, m.Target, m.Relation}
-		if l, ok := edges[k]; !ok || m.Line < l {
-			edges[k] = m.Line
+		fs.nodes = append(fs.nodes, m.EntityID)
+		if m.Target != "" {
+			fs.nodes = append(fs.nodes, m.Target)
+			fs.edges = append(fs.edges, fileEdge{edgeKey{m.EntityID, m.Target, m.Relation}, m.Line})
 		}
 	}
-	for n := range nodes {
-		fs.nodes = append(fs.nodes, n)
-	}
-	for k, l := range edges {
-		fs.edges = append(fs.edges, fileEdge{k, l})
-	}
-	sortState(fs)
+	slices.Sort(fs.nodes)
+	fs.nodes = slices.Compact(fs.nodes)
+	slices.SortFunc(fs.edges, func(a, b fileEdge) int { return cmp.Or(compareKeys(a.key, b.key), a.line-b.line) })
+	fs.edges = slices.CompactFunc(fs.edges, func(a, b fileEdge) bool { return a.key == b.key })
 	return fs
-}
-
-func sortState(fs *fileState) {
-	strs := fs.nodes
-	for i := range strs {
-		for j := i + 1; j < len(strs); j++ {
-			if strs[j] < strs[i] {
-				strs[i], strs[j] = strs[j], strs[i]
-			}
-		}
-	}
-	for i := range fs.edges {
-		for j := i + 1; j < len(fs.edges); j++ {
-			if compareKeys(fs.edges[j].key, fs.edges[i].key) < 0 {
-				fs.edges[i], fs.edges[j] = fs.edges[j], fs.edges[i]
-			}
-		}
-	}
 }
 
 // randomFacts writes a facts.md of n bullets whose links repeat within and
