@@ -189,7 +189,7 @@ func Extract(p, content string) []Mention {
 
 // extract is Extract on a clean path; for an agent's facts.md it also
 // returns the parsed facts, which derive needs too (parsing them was a
-// tenth of following a commit).
+// tenth of deriving the file).
 func extract(p, content string) ([]Mention, []mdops.Fact) {
 	if !isMarkdown(p) {
 		return nil, nil
