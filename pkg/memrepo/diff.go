@@ -91,6 +91,30 @@ func (r *Repo) ChangedFileBlobs(ctx context.Context, h plumbing.Hash) ([]FileCha
 // change it). An unknown hash, or one that is not a blob, is
 // ErrFileNotFound.
 func (r *Repo) ReadBlob(ctx context.Context, h plumbing.Hash) ([]byte, error) {
+	o, err := r.blobObject(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return copyContent(o)
+}
+
+// ReadBlobText is ReadBlob for callers that want a string: one copy of a
+// packed blob, where string(ReadBlob) made two. The commit followers read
+// every changed file this way.
+func (r *Repo) ReadBlobText(ctx context.Context, h plumbing.Hash) (string, error) {
+	o, err := r.blobObject(ctx, h)
+	if err != nil {
+		return "", err
+	}
+	if po, ok := o.(*packedObject); ok {
+		return string(po.cont), nil
+	}
+	data, err := copyContent(o)
+	return string(data), err
+}
+
+// blobObject returns the (shared, immutable) object of blob h.
+func (r *Repo) blobObject(ctx context.Context, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -101,28 +125,7 @@ func (r *Repo) ReadBlob(ctx context.Context, h plumbing.Hash) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("memrepo: read blob %s: %w", h, err)
 	}
-	return copyContent(o)
-}
-
-// ReadBlobText is ReadBlob for callers that want a string: one copy of a
-// packed blob, where string(ReadBlob) made two. The commit followers read
-// every changed file this way.
-func (r *Repo) ReadBlobText(ctx context.Context, h plumbing.Hash) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	o, err := r.objs.get(plumbing.BlobObject, h)
-	if err != nil {
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return "", fmt.Errorf("%w: blob %s", ErrFileNotFound, h)
-		}
-		return "", fmt.Errorf("memrepo: read blob %s: %w", h, err)
-	}
-	if po, ok := o.(*packedObject); ok {
-		return string(po.cont), nil
-	}
-	data, err := copyContent(o)
-	return string(data), err
+	return o, nil
 }
 
 // isFileMode reports whether a raw tree entry mode is a file (regular,
