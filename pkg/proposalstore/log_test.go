@@ -206,11 +206,13 @@ func TestSegmentKeys(t *testing.T) {
 // during an object store outage.
 type failingGets struct {
 	blob.Store
-	fail atomic.Bool
+	fail   atomic.Bool
+	failed atomic.Int64 // Gets refused
 }
 
 func (f *failingGets) Get(ctx context.Context, key string) (io.ReadCloser, blob.Info, error) {
 	if f.fail.Load() {
+		f.failed.Add(1)
 		return nil, blob.Info{}, errors.New("object store unavailable")
 	}
 	return f.Store.Get(ctx, key)
@@ -230,7 +232,9 @@ func TestMergeRetriedAfterReadFailure(t *testing.T) {
 		require.NoError(t, err)
 		id = r.Proposal.GetProposalId()
 	}
-	time.Sleep(50 * time.Millisecond) // the merge of the 16 runs, and fails
+	// The merge of the 16 segments runs during the outage and fails.
+	require.Eventually(t, func() bool { return bs.failed.Load() > 0 }, 10*time.Second, time.Millisecond,
+		"no merge tried during the outage")
 	require.Len(t, segmentKeys(t, bs), fanout)
 	bs.fail.Store(false)
 	applied(t, s, id, "sha") // a 17th segment: the merge is tried again
