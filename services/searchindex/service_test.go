@@ -354,9 +354,3 @@ func TestSourcesPollBacksOffWithItsCost(t *testing.T) {
 	// A pass that indexed sources spent its time indexing: no back-off.
 	require.Equal(t, poll, sourcesPollAfter(poll, 3*time.Minute, 20000))
 }
-
-func TestCatchUpGapWaitsLongerUnderLoad(t *testing.T) {
-	require.Equal(t, catchUpIdleGap, catchUpGap(false))
-	require.Equal(t, catchUpBusyGap, catchUpGap(true))
-	require.Less(t, catchUpIdleGap, catchUpBusyGap)
-}
