@@ -249,7 +249,9 @@ func (s *Service) catchUp(ctx context.Context) error {
 			from = plumbing.ZeroHash
 		} else {
 			s.logger.Info("resuming an interrupted catch-up", "from", last, "to", p.To, "done_through", p.Done)
-			if _, err := indexCommits(ctx, repo, s.index, from, to, p.Done); err != nil {
+			if _, err := pipelined(s.index, func(dst applier) (int, error) {
+				return indexCommits(ctx, repo, dst, from, to, p.Done)
+			}); err != nil {
 				return err
 			}
 			if from = to; to == head {
@@ -257,7 +259,9 @@ func (s *Service) catchUp(ctx context.Context) error {
 			}
 		}
 	}
-	n, err := indexCommits(ctx, repo, s.index, from, head, "")
+	n, err := pipelined(s.index, func(dst applier) (int, error) {
+		return indexCommits(ctx, repo, dst, from, head, "")
+	})
 	if err != nil {
 		return err
 	}
@@ -296,7 +300,10 @@ func (s *Service) syncSources(ctx context.Context) time.Duration {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	start := time.Now()
-	n, err := indexSources(ctx, s.deps.Blobs, s.index, s.index.Files())
+	indexed := s.index.Files()
+	n, err := pipelined(s.index, func(dst applier) (int, error) {
+		return indexSources(ctx, s.deps.Blobs, dst, indexed)
+	})
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -329,13 +336,17 @@ func (s *Service) Reindex() (bool, error) {
 			if err != nil {
 				return err
 			}
-			if _, err := indexCommits(ctx, repo, b, plumbing.ZeroHash, head, ""); err != nil {
+			if _, err := pipelined(b, func(dst applier) (int, error) {
+				return indexCommits(ctx, repo, dst, plumbing.ZeroHash, head, "")
+			}); err != nil {
 				return err
 			}
 			if s.deps.Blobs == nil {
 				return nil
 			}
-			_, err = indexSources(ctx, s.deps.Blobs, b, map[string]string{})
+			_, err = pipelined(b, func(dst applier) (int, error) {
+				return indexSources(ctx, s.deps.Blobs, dst, map[string]string{})
+			})
 			return err
 		})
 		if err != nil {
@@ -397,7 +408,9 @@ func (s *Service) ReindexAgent(ctx context.Context, agentID string) error {
 				mine[path] = "" // no version matches: every source is read again
 			}
 		}
-		_, err = indexSources(ctx, s.deps.Blobs, s.index, mine)
+		_, err = pipelined(s.index, func(dst applier) (int, error) {
+			return indexSources(ctx, s.deps.Blobs, dst, mine)
+		})
 	}
 	return err
 }
