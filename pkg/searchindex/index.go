@@ -224,13 +224,6 @@ func (g *generation) load(ctx context.Context) error {
 			g.files[strings.TrimPrefix(id, "file:")] = fm
 		}
 	}
-	// The counts follow from the files, not the state document: a
-	// pipelined pass may leave an earlier batch's state document last
-	// (see Pipeline).
-	g.state.Documents, g.state.Chunks = len(g.files), 0
-	for _, fm := range g.files {
-		g.state.Chunks += fm.Chunks
-	}
 	return nil
 }
 
@@ -287,25 +280,6 @@ func (ix *Index) Apply(ctx context.Context, b Batch) error {
 // g's bookkeeping, so a search never pairs a file's version with chunks of
 // another. The caller holds writeMu.
 func (ix *Index) applyTo(g *generation, b Batch) error {
-	p := ix.prepare(g, b, g.state)
-	if err := g.write(p); err != nil {
-		return err
-	}
-	return ix.publish(g, p)
-}
-
-// prepared is a batch turned into index operations, with the bookkeeping
-// it brings once written.
-type prepared struct {
-	batch *index.Batch
-	files map[string]fileMeta // Chunks < 0: deleted
-	state State
-}
-
-// prepare turns b into index operations against g's files, with the state
-// that follows base: it is written in the same batch. The caller holds
-// writeMu (or owns g).
-func (ix *Index) prepare(g *generation, b Batch, base State) prepared {
 	batch := index.NewBatch()
 	files := make(map[string]fileMeta, len(b.Upserts)+len(b.Deletes))
 	for _, f := range b.Upserts {
@@ -328,7 +302,7 @@ func (ix *Index) prepare(g *generation, b Batch, base State) prepared {
 			files[path] = fileMeta{Chunks: -1}
 		}
 	}
-	next := base
+	next := g.state
 	switch {
 	case b.Commit != "":
 		next.LastCommit, next.Pass = b.Commit, nil
@@ -351,40 +325,25 @@ func (ix *Index) prepare(g *generation, b Batch, base State) prepared {
 		AddField(bluge.NewKeywordField(fieldDocType, docState).StoreValue()).
 		AddField(bluge.NewStoredOnlyField(fieldMeta, stateJSON))
 	batch.Update(stateDoc.ID(), stateDoc)
-	return prepared{batch: batch, files: files, state: next}
-}
 
-// write makes a prepared batch durable in g's writer. Two writes may run at
-// once (see Pipeline); bluge analyses and builds each batch's segment in
-// its own call and introduces them one at a time.
-func (g *generation) write(p prepared) error {
-	if err := writeBatch(g.writer, p.batch); err != nil {
+	if err := g.writer.Batch(batch); err != nil {
 		return fmt.Errorf("searchindex: batch: %w", err)
 	}
-	return nil
-}
-
-// writeBatch is bluge's Batch; tests replace it to make writes fail.
-var writeBatch = (*bluge.Writer).Batch
-
-// publish swaps in a reader that sees a written batch, with its
-// bookkeeping. The caller holds writeMu (or owns g).
-func (ix *Index) publish(g *generation, p prepared) error {
 	r, err := g.writer.Reader()
 	if err != nil {
 		return err
 	}
 	// Readers (State, Files, Search) hold mu; writers also hold writeMu, so
-	// reads of g.files outside mu need no lock.
+	// reads of g.files above need no lock.
 	ix.mu.Lock()
-	for path, fm := range p.files {
+	for path, fm := range files {
 		if fm.Chunks < 0 {
 			delete(g.files, path)
 		} else {
 			g.files[path] = fm
 		}
 	}
-	g.state = p.state
+	g.state = next
 	old := g.reader
 	g.reader = r
 	ix.mu.Unlock()

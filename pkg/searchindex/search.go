@@ -159,12 +159,8 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 			return nil, err
 		}
 		// Chunks a new version left unchanged are not rewritten, so the
-		// version and span come from the file's bookkeeping. A file with
-		// none is still being published by a Pipeline.
-		fm, ok := ix.cur.files[h.Path]
-		if !ok {
-			continue
-		}
+		// version and span come from the file's bookkeeping.
+		fm := ix.cur.files[h.Path]
 		h.Version = fm.Version
 		if start, end, ok := fm.span(h.Path, id); ok {
 			h.StartLine, h.EndLine = start, end

@@ -15,16 +15,9 @@ import (
 	"github.com/garden-bloom/memory/pkg/searchindex"
 )
 
-// batchFiles and batchBytes bound an index batch, so the first index of a
-// large repository makes progress in steps, and the analysis of the two
-// batches a Pipeline writes at once stays small: bluge holds several times
-// a batch's text while it builds the segment. Batches of small memory
-// files end at batchFiles; of near-limit Layer 1 files and sources (20 KB)
-// at batchBytes.
-const (
-	batchFiles = 500
-	batchBytes = 4 << 20
-)
+// batchFiles bounds how many files one index batch carries, so the first
+// index of a large repository makes progress in steps.
+const batchFiles = 500
 
 // maxChunkChars bounds a chunk. Bullets and paragraphs are far shorter; the
 // bound matters for long paragraphs (a source's abstract), which retrieve
@@ -79,26 +72,9 @@ func chunkFile(path, agent string, layer int, kind, version, content string) sea
 	}
 }
 
-// applier is what a pass's batches go to: a Pipeline (see pipelined), or
-// in tests the index itself.
+// applier is what batches go to: the live index or a rebuild.
 type applier interface {
 	Apply(ctx context.Context, b searchindex.Batch) error
-}
-
-// pipeliner is the live index or a rebuild.
-type pipeliner interface {
-	Pipeline() *searchindex.Pipeline
-}
-
-// pipelined runs a pass (indexCommits, indexSources) through a Pipeline on
-// dst, so a first pass writes two batches at once.
-func pipelined(dst pipeliner, pass func(applier) (int, error)) (int, error) {
-	pl := dst.Pipeline()
-	n, err := pass(pl)
-	if cerr := pl.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
 }
 
 // indexCommits brings an index from commit `from` (zero: empty) to `to`,
@@ -111,7 +87,6 @@ func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to
 		return 0, err
 	}
 	var batch searchindex.Batch
-	batchSize := 0
 	done := after
 	flush := func(final bool) error {
 		if final {
@@ -122,7 +97,7 @@ func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to
 		if err := dst.Apply(ctx, batch); err != nil {
 			return err
 		}
-		batch, batchSize = searchindex.Batch{}, 0
+		batch = searchindex.Batch{}
 		return nil
 	}
 	n := 0
@@ -140,11 +115,10 @@ func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to
 				return n, fmt.Errorf("read %s: %w", path, err)
 			}
 			batch.Upserts = append(batch.Upserts, chunkFile(path, agent, f.Layer, string(f.Kind), to.String(), text))
-			batchSize += len(text)
 		}
 		n++
 		done = path // paths are sorted
-		if len(batch.Upserts)+len(batch.Deletes) >= batchFiles || batchSize >= batchBytes {
+		if len(batch.Upserts)+len(batch.Deletes) >= batchFiles {
 			if err := flush(false); err != nil {
 				return n, err
 			}
@@ -158,9 +132,8 @@ func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to
 func indexSources(ctx context.Context, blobs blob.Store, dst applier, indexed map[string]string) (int, error) {
 	seen := map[string]bool{}
 	var batch searchindex.Batch
-	batchSize := 0
 	n := 0
-	// flush applies what is pending: in pieces (batchFiles, batchBytes), as one
+	// flush applies what is pending: in batchFiles pieces, because one
 	// batch of every source (20,000 at 10,000 agents) held gigabytes of
 	// analysis in memory at once.
 	flush := func() error {
@@ -169,7 +142,7 @@ func indexSources(ctx context.Context, blobs blob.Store, dst applier, indexed ma
 		}
 		n += len(batch.Upserts) + len(batch.Deletes)
 		err := dst.Apply(ctx, batch)
-		batch, batchSize = searchindex.Batch{}, 0
+		batch = searchindex.Batch{}
 		return err
 	}
 	for info, err := range blobs.List(ctx, SourcesPrefix) {
@@ -192,8 +165,7 @@ func indexSources(ctx context.Context, blobs blob.Store, dst applier, indexed ma
 			return 0, err
 		}
 		batch.Upserts = append(batch.Upserts, chunkFile(info.Key, agent, 0, "source", got.ETag, string(data)))
-		batchSize += len(data)
-		if len(batch.Upserts) >= batchFiles || batchSize >= batchBytes {
+		if len(batch.Upserts) >= batchFiles {
 			if err := flush(); err != nil {
 				return n, err
 			}

@@ -249,9 +249,7 @@ func (s *Service) catchUp(ctx context.Context) error {
 			from = plumbing.ZeroHash
 		} else {
 			s.logger.Info("resuming an interrupted catch-up", "from", last, "to", p.To, "done_through", p.Done)
-			if _, err := pipelined(s.index, func(dst applier) (int, error) {
-				return indexCommits(ctx, repo, dst, from, to, p.Done)
-			}); err != nil {
+			if _, err := indexCommits(ctx, repo, s.index, from, to, p.Done); err != nil {
 				return err
 			}
 			if from = to; to == head {
@@ -259,9 +257,7 @@ func (s *Service) catchUp(ctx context.Context) error {
 			}
 		}
 	}
-	n, err := pipelined(s.index, func(dst applier) (int, error) {
-		return indexCommits(ctx, repo, dst, from, head, "")
-	})
+	n, err := indexCommits(ctx, repo, s.index, from, head, "")
 	if err != nil {
 		return err
 	}
@@ -300,10 +296,7 @@ func (s *Service) syncSources(ctx context.Context) time.Duration {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	start := time.Now()
-	indexed := s.index.Files()
-	n, err := pipelined(s.index, func(dst applier) (int, error) {
-		return indexSources(ctx, s.deps.Blobs, dst, indexed)
-	})
+	n, err := indexSources(ctx, s.deps.Blobs, s.index, s.index.Files())
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -336,17 +329,13 @@ func (s *Service) Reindex() (bool, error) {
 			if err != nil {
 				return err
 			}
-			if _, err := pipelined(b, func(dst applier) (int, error) {
-				return indexCommits(ctx, repo, dst, plumbing.ZeroHash, head, "")
-			}); err != nil {
+			if _, err := indexCommits(ctx, repo, b, plumbing.ZeroHash, head, ""); err != nil {
 				return err
 			}
 			if s.deps.Blobs == nil {
 				return nil
 			}
-			_, err = pipelined(b, func(dst applier) (int, error) {
-				return indexSources(ctx, s.deps.Blobs, dst, map[string]string{})
-			})
+			_, err = indexSources(ctx, s.deps.Blobs, b, map[string]string{})
 			return err
 		})
 		if err != nil {
@@ -408,9 +397,7 @@ func (s *Service) ReindexAgent(ctx context.Context, agentID string) error {
 				mine[path] = "" // no version matches: every source is read again
 			}
 		}
-		_, err = pipelined(s.index, func(dst applier) (int, error) {
-			return indexSources(ctx, s.deps.Blobs, dst, mine)
-		})
+		_, err = indexSources(ctx, s.deps.Blobs, s.index, mine)
 	}
 	return err
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -309,11 +308,7 @@ func TestInterruptedPassResumes(t *testing.T) {
 		if last != "" { // the service indexed the repository's first commit
 			from = plumbing.NewHash(last)
 		}
-		// As the service runs it: through a Pipeline, whose Close
-		// publishes the batch in flight and records how far it got.
-		_, err = pipelined(ix, func(dst applier) (int, error) {
-			return indexCommits(ctx, e.repo, &stopAfter{dst: dst, n: 1}, from, head, "")
-		})
+		_, err = indexCommits(ctx, e.repo, &stopAfter{dst: ix, n: 1}, from, head, "")
 		require.ErrorIs(t, err, errStopped)
 		st := ix.State()
 		require.Equal(t, last, st.LastCommit)
@@ -324,11 +319,8 @@ func TestInterruptedPassResumes(t *testing.T) {
 
 	// Resuming indexes only the rest, and its last batch ends the pass.
 	ix := interrupted(filepath.Join(e.dir, "other-index"))
-	var rest *stopAfter
-	n, err := pipelined(ix, func(dst applier) (int, error) {
-		rest = &stopAfter{dst: dst, n: -1}
-		return indexCommits(ctx, e.repo, rest, plumbing.ZeroHash, head, ix.State().Pass.Done)
-	})
+	rest := &stopAfter{dst: ix, n: -1}
+	n, err := indexCommits(ctx, e.repo, rest, plumbing.ZeroHash, head, ix.State().Pass.Done)
 	require.NoError(t, err)
 	require.Equal(t, total-batchFiles, n)
 	require.Equal(t, total-batchFiles, rest.upserts)
@@ -361,30 +353,4 @@ func TestSourcesPollBacksOffWithItsCost(t *testing.T) {
 	require.Equal(t, 100*time.Second, sourcesPollAfter(poll, time.Minute, 0))
 	// A pass that indexed sources spent its time indexing: no back-off.
 	require.Equal(t, poll, sourcesPollAfter(poll, 3*time.Minute, 20000))
-}
-
-// recordBatches keeps how many files each batch carried.
-type recordBatches struct{ sizes []int }
-
-func (r *recordBatches) Apply(_ context.Context, b searchindex.Batch) error {
-	r.sizes = append(r.sizes, len(b.Upserts)+len(b.Deletes))
-	return nil
-}
-
-// Large sources end a batch by size, so the two batches a Pipeline writes
-// at once hold a bounded amount of text.
-func TestSourceBatchesAreBoundedBySize(t *testing.T) {
-	blobs, err := blob.NewFS(t.TempDir())
-	require.NoError(t, err)
-	ctx := context.Background()
-	big := strings.Repeat("A paragraph about key rotation and storage.\n\n", batchBytes/4/45+1) // just over a quarter
-	for i := range 10 {
-		_, err := blob.PutBytes(ctx, blobs, fmt.Sprintf("agents/a/sources/s%d.md", i), []byte(big), blob.PutOptions{})
-		require.NoError(t, err)
-	}
-	var rec recordBatches
-	n, err := indexSources(ctx, blobs, &rec, map[string]string{})
-	require.NoError(t, err)
-	require.Equal(t, 10, n)
-	require.Equal(t, []int{4, 4, 2}, rec.sizes)
 }
