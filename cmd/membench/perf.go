@@ -29,6 +29,7 @@ func perf(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&o.Warmup, "warmup", d.Warmup, "unmeasured time before each scenario")
 	fs.DurationVar(&o.ScaleDuration, "scale-duration", d.ScaleDuration, "measured time per scenario of the scaling runs and the floors")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", d.ReadyTimeout, "longest wait for a deployment to serve (index and entity graph caught up); scenarios run anyway after it")
+	fs.DurationVar(&o.TimeBudget, "time-budget", d.TimeBudget, "bound on the whole run: a deployment waits to serve at most what is left of it (less 90 s); the largest data sets run last (0 = no bound)")
 	fs.DurationVar(&o.PrimeTimeout, "prime-timeout", d.PrimeTimeout, "longest pass reading every agent once (ReadMemory wide, AssembleContext) before the scenarios")
 	deployments := fs.String("deployments", strings.Join(d.Deployments, ","), "main runs: all (one process), split (write + read processes), or none")
 	fs.StringVar(&o.Scales, "scales", d.Scales, "scaling runs: none | n (N = --scale-agents at M) | m (M = --scale-commits at N) | all")

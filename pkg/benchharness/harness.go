@@ -45,6 +45,12 @@ type Options struct {
 	// PrimeTimeout bounds the pass that reads every agent once before the
 	// scenarios.
 	PrimeTimeout time.Duration `json:"primeTimeout"`
+	// TimeBudget bounds the whole run (0 = none): a deployment waits to
+	// serve at most what is left of it, less budgetReserve for what comes
+	// after the wait. The scaling runs go from the smallest data set to
+	// the largest, so on a slow machine it is the largest whose wait is
+	// cut short, the one that would have waited longest.
+	TimeBudget time.Duration `json:"timeBudget"`
 	// Deployments to run the full scenario set on: "all", "split".
 	Deployments []string `json:"deployments"`
 	// Scales: none | n | m | all.
@@ -81,7 +87,7 @@ func DefaultOptions() Options {
 	return Options{
 		Agents: 1000, Commits: 20000, Seed: 1, Concurrency: 8, WriteConcurrency: 32,
 		Duration: 5 * time.Second, Warmup: time.Second, ScaleDuration: 3 * time.Second, ReadyTimeout: 5 * time.Minute,
-		PrimeTimeout: 20 * time.Second, ColdProfile: 20 * time.Second,
+		PrimeTimeout: 20 * time.Second, ColdProfile: 20 * time.Second, TimeBudget: 14*time.Minute + 30*time.Second,
 		Deployments: []string{DeployAll, DeploySplit}, Scales: "all",
 		ScaleAgents: []int{100, 1000, 10000}, ScaleCommits: []int{1000, 20000, 100000},
 	}
@@ -372,7 +378,14 @@ func (h *harness) up(ctx context.Context, kind, ds string, m *Manifest) (*deploy
 		return nil, ColdStart{}, err
 	}
 	profiled := h.profileColdStart(ctx, d, fmt.Sprintf("%s N=%d M=%d", kind, m.Agents, m.Commits))
-	cs := d.waitServing(ctx, h.opts.ReadyTimeout)
+	timeout, capped := h.readyTimeout()
+	if capped {
+		h.logf("%s N=%d M=%d: waiting at most %s to serve: what is left of --time-budget", kind, m.Agents, m.Commits, timeout)
+	}
+	cs := d.waitServing(ctx, timeout)
+	if capped && !cs.Ready {
+		cs.Note += " (the wait was what was left of --time-budget)"
+	}
 	profiled()
 	h.logf("%s N=%d M=%d: /health %.1fs, index %.1fs, entity graph %.1fs → serving %.1fs %s", kind, m.Agents, m.Commits,
 		cs.HealthSeconds, cs.IndexSeconds, cs.GraphSeconds, cs.ServingSeconds, cs.Note)
@@ -388,6 +401,26 @@ func (h *harness) up(ctx context.Context, kind, ds string, m *Manifest) (*deploy
 		return nil, cs, err
 	}
 	return d, cs, nil
+}
+
+// budgetReserve is what a run needs after its wait to serve: idle wait,
+// priming, the scaling scenarios, shutdown and the report.
+const budgetReserve = 90 * time.Second
+
+// minReadyTimeout is the shortest wait to serve, whatever the budget.
+const minReadyTimeout = 30 * time.Second
+
+// readyTimeout is how long a deployment may take to serve: ReadyTimeout,
+// or less when the time budget has less left (capped).
+func (h *harness) readyTimeout() (timeout time.Duration, capped bool) {
+	if h.opts.TimeBudget <= 0 {
+		return h.opts.ReadyTimeout, false
+	}
+	left := h.opts.TimeBudget - time.Since(h.start) - budgetReserve
+	if left >= h.opts.ReadyTimeout {
+		return h.opts.ReadyTimeout, false
+	}
+	return max(left, minReadyTimeout).Round(time.Second), true
 }
 
 // prime reads every agent once, ReadMemory wide and AssembleContext with

@@ -76,3 +76,24 @@ func TestPerfSmoke(t *testing.T) {
 	}
 	require.Contains(t, statuses, "SKIP")
 }
+
+// A deployment waits to serve at most what is left of the time budget,
+// less what the run needs afterwards, and never less than a floor.
+func TestReadyTimeoutFollowsTimeBudget(t *testing.T) {
+	at := func(budget, elapsed time.Duration) (time.Duration, bool) {
+		h := &harness{opts: Options{ReadyTimeout: 5 * time.Minute, TimeBudget: budget}, start: time.Now().Add(-elapsed)}
+		return h.readyTimeout()
+	}
+	d, capped := at(0, time.Hour)
+	require.Equal(t, 5*time.Minute, d, "no budget")
+	require.False(t, capped)
+	d, capped = at(15*time.Minute, 2*time.Minute)
+	require.Equal(t, 5*time.Minute, d, "plenty left")
+	require.False(t, capped)
+	d, capped = at(15*time.Minute, 10*time.Minute)
+	require.Equal(t, 5*time.Minute-budgetReserve, d)
+	require.True(t, capped)
+	d, capped = at(15*time.Minute, 15*time.Minute)
+	require.Equal(t, minReadyTimeout, d, "over budget")
+	require.True(t, capped)
+}
