@@ -106,11 +106,7 @@ func (r *Repo) ReadBlobText(ctx context.Context, h plumbing.Hash) (string, error
 	if err != nil {
 		return "", err
 	}
-	if po, ok := o.(*packedObject); ok {
-		return string(po.cont), nil
-	}
-	data, err := copyContent(o)
-	return string(data), err
+	return textContent(o)
 }
 
 // blobObject returns the (shared, immutable) object of blob h.

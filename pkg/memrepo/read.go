@@ -114,14 +114,11 @@ func (r *Repo) ReadTextBlob(ctx context.Context, commit plumbing.Hash, path stri
 	if err != nil {
 		return "", plumbing.ZeroHash, err
 	}
-	if po, ok := o.(*packedObject); ok {
-		return string(po.cont), h, nil
-	}
-	buf, err := fileContent(o, h, path)
+	text, err := textContent(o)
 	if err != nil {
-		return "", plumbing.ZeroHash, err
+		return "", plumbing.ZeroHash, fmt.Errorf("memrepo: read blob %s (%s): %w", h, path, err)
 	}
-	return string(buf), h, nil
+	return text, h, nil
 }
 
 // fileContent is copyContent for the blob h of the file at path.
@@ -175,6 +172,16 @@ func copyContent(o plumbing.EncodedObject) ([]byte, error) {
 		return nil, err
 	}
 	return buf, nil
+}
+
+// textContent is copyContent as a string: a packed object is copied once,
+// where string(copyContent) would copy it twice.
+func textContent(o plumbing.EncodedObject) (string, error) {
+	if po, ok := o.(*packedObject); ok {
+		return string(po.cont), nil
+	}
+	buf, err := copyContent(o)
+	return string(buf), err
 }
 
 // ListFiles returns every file under dir in commit, recursively, as sorted
