@@ -68,6 +68,16 @@ func TestSearchFiltersAndLayers(t *testing.T) {
 	require.Contains(t, res.Hits[0].Excerpt, "«versioning»")
 	require.Equal(t, "c1", res.State.LastCommit)
 
+	// Without excerpts a search finds the same hits, spans and scores.
+	bare, err := ix.Search(context.Background(), Query{Text: "minio versioning", OmitExcerpts: true})
+	require.NoError(t, err)
+	require.Len(t, bare.Hits, len(res.Hits))
+	for i, h := range bare.Hits {
+		require.Empty(t, h.Excerpt)
+		h.Excerpt = res.Hits[i].Excerpt
+		require.Equal(t, res.Hits[i], h)
+	}
+
 	res, err = ix.Search(context.Background(), Query{Text: "minio versioning", Layer: 2})
 	require.NoError(t, err)
 	require.Equal(t, []string{"memory/cur/decisions.md"}, paths(res))

@@ -40,6 +40,10 @@ type Query struct {
 	Kinds []string
 	// PathPrefix limits to files under this prefix.
 	PathPrefix string
+	// OmitExcerpts leaves Hit.Excerpt empty, for callers that read the
+	// chunk's lines themselves: marking an excerpt analyses the chunk's
+	// text again.
+	OmitExcerpts bool
 }
 
 // Hit is one matching chunk.
@@ -140,7 +144,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 			case "_id":
 				id = string(value)
 			case fieldText:
-				chunkText = string(value)
+				if !q.OmitExcerpts {
+					chunkText = string(value)
+				}
 			case fieldPath:
 				h.Path = string(value)
 			case fieldAgent:
@@ -165,7 +171,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		if start, end, ok := fm.span(h.Path, id); ok {
 			h.StartLine, h.EndLine = start, end
 		}
-		h.Excerpt = ix.excerpt(chunkText, queryTerms)
+		if !q.OmitExcerpts {
+			h.Excerpt = ix.excerpt(chunkText, queryTerms)
+		}
 		res.Hits = append(res.Hits, h)
 	}
 	res.TotalHits = int(it.Aggregations().Count())

@@ -107,7 +107,8 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 		if h.svc.deps.Search == nil {
 			resp.Warnings = append(resp.Warnings, "search is not configured: no hits for the query hint")
 		} else {
-			res, err := h.svc.deps.Search.Search(ctx, &memoryv1.SearchRequest{Query: hint, TopK: int32(topK), AgentId: req.GetAgentId()})
+			res, err := h.svc.deps.Search.Search(ctx, &memoryv1.SearchRequest{Query: hint, TopK: int32(topK), AgentId: req.GetAgentId(),
+				OmitExcerpts: true}) // fillHit reads the lines
 			switch {
 			case apierr.Info(err).GetReason() == apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT):
 				resp.Warnings = append(resp.Warnings, "query hint has no searchable words")

@@ -49,7 +49,8 @@ func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*mem
 		return nil, err
 	}
 	q := searchindex.Query{Text: req.GetQuery(), TopK: int(req.GetTopK()), AgentID: req.GetAgentId(),
-		Layer: int(req.GetLayer()), Kinds: req.GetKinds(), PathPrefix: req.GetPathPrefix()}
+		Layer: int(req.GetLayer()), Kinds: req.GetKinds(), PathPrefix: req.GetPathPrefix(),
+		OmitExcerpts: req.GetOmitExcerpts()}
 	switch {
 	case strings.TrimSpace(q.Text) == "":
 		return nil, invalid("q", "q must not be empty")

@@ -134,6 +134,11 @@ func TestFollowsCommitsIncrementally(t *testing.T) {
 	require.False(t, resp.GetStale())
 	require.Contains(t, r.GetExcerpt(), "«tape»")
 
+	bare, err := e.client.Search(e.svcCtx(), &memoryv1.SearchRequest{Query: "tape", OmitExcerpts: true})
+	require.NoError(t, err)
+	require.Empty(t, bare.GetResults()[0].GetExcerpt(), "omit_excerpts reaches the index")
+	require.Equal(t, r.GetSpan().GetStartLine(), bare.GetResults()[0].GetSpan().GetStartLine())
+
 	st, err := e.client.GetIndexStatus(e.svcCtx(), &memoryv1.GetIndexStatusRequest{})
 	require.NoError(t, err)
 	require.Equal(t, head.String(), st.GetLastCommit())

@@ -37,7 +37,11 @@ type SearchRequest struct {
 	// File kinds, e.g. "facts", "snapshot", "open_loops", "decisions", "source", "logic".
 	Kinds []string `protobuf:"bytes,5,rep,name=kinds,proto3" json:"kinds,omitempty"`
 	// Only files under this path prefix.
-	PathPrefix    string `protobuf:"bytes,6,opt,name=path_prefix,json=pathPrefix,proto3" json:"path_prefix,omitempty"`
+	PathPrefix string `protobuf:"bytes,6,opt,name=path_prefix,json=pathPrefix,proto3" json:"path_prefix,omitempty"`
+	// Leave every result's excerpt empty: for callers that load the chunk's
+	// lines themselves from span and commit (context assembly). Marking an
+	// excerpt analyses the chunk's text again, a fifth of a search's CPU.
+	OmitExcerpts  bool `protobuf:"varint,7,opt,name=omit_excerpts,json=omitExcerpts,proto3" json:"omit_excerpts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -112,6 +116,13 @@ func (x *SearchRequest) GetPathPrefix() string {
 		return x.PathPrefix
 	}
 	return ""
+}
+
+func (x *SearchRequest) GetOmitExcerpts() bool {
+	if x != nil {
+		return x.OmitExcerpts
+	}
+	return false
 }
 
 type SearchResult struct {
@@ -534,7 +545,7 @@ var File_gardenbloom_memory_v1_search_index_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"\n" +
-	"(gardenbloom/memory/v1/search_index.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9e\x01\n" +
+	"(gardenbloom/memory/v1/search_index.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x01\n" +
 	"\rSearchRequest\x12\x10\n" +
 	"\x05query\x18\x01 \x01(\tR\x01q\x12\x13\n" +
 	"\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x19\n" +
@@ -542,7 +553,8 @@ const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"\x05layer\x18\x04 \x01(\x05R\x05layer\x12\x14\n" +
 	"\x05kinds\x18\x05 \x03(\tR\x05kinds\x12\x1f\n" +
 	"\vpath_prefix\x18\x06 \x01(\tR\n" +
-	"pathPrefix\"\xe0\x01\n" +
+	"pathPrefix\x12#\n" +
+	"\romit_excerpts\x18\a \x01(\bR\fomitExcerpts\"\xe0\x01\n" +
 	"\fSearchResult\x12\x14\n" +
 	"\x05score\x18\x01 \x01(\x01R\x05score\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12\x18\n" +
