@@ -196,7 +196,9 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	return resp, nil
 }
 
-// sources reads agents/<agent>/sources/*.md, sorted by key.
+// sources reads agents/<agent>/sources/*.md, sorted by key. Every call
+// lists them, so it sees what changed; a text is fetched only when its
+// version is not in sourceTexts.
 func (h *handler) sources(ctx context.Context, agent string) ([]*memoryv1.ContextSection, error) {
 	if h.svc.deps.Blobs == nil {
 		return nil, nil
@@ -209,18 +211,46 @@ func (h *handler) sources(ctx context.Context, agent string) ([]*memoryv1.Contex
 		if !strings.HasSuffix(info.Key, ".md") {
 			continue
 		}
-		data, got, err := blob.GetBytes(ctx, h.svc.deps.Blobs, info.Key)
+		content, etag, err := h.sourceText(ctx, info)
 		if errors.Is(err, blob.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return out, err
 		}
-		content := string(data)
-		out = append(out, &memoryv1.ContextSection{Kind: "source", File: info.Key, Commit: got.ETag,
-			Content: content, Tokens: int32(h.svc.counts.source(info.Key, got.ETag, content, h.svc.count))})
+		out = append(out, &memoryv1.ContextSection{Kind: "source", File: info.Key, Commit: etag,
+			Content: content, Tokens: int32(h.svc.counts.source(info.Key, etag, content, h.svc.count))})
 	}
 	return out, nil
+}
+
+// sourceKey names one version of a source: an ETag is the hash of the
+// content, so the text it names never changes.
+type sourceKey struct{ key, etag string }
+
+// sourceTextCost is the approximate bytes of a sourceTexts entry besides
+// its strings.
+const sourceTextCost = 128
+
+// sourceText returns the text and ETag of the listed source: from
+// sourceTexts when the listing's version is there, else from the object
+// store (one round trip per source on MinIO, and per call: a fifth of an
+// AssembleContext's CPU on the folder store).
+func (h *handler) sourceText(ctx context.Context, info blob.Info) (text, etag string, err error) {
+	if info.ETag != "" {
+		if text, ok := h.svc.sourceTexts.Get(sourceKey{info.Key, info.ETag}); ok {
+			return text, info.ETag, nil
+		}
+	}
+	data, got, err := blob.GetBytes(ctx, h.svc.deps.Blobs, info.Key)
+	if err != nil {
+		return "", "", err
+	}
+	text = string(data)
+	if got.ETag != "" {
+		h.svc.sourceTexts.Put(sourceKey{info.Key, got.ETag}, text, sourceTextCost+int64(len(info.Key)+len(got.ETag)+len(text)))
+	}
+	return text, got.ETag, nil
 }
 
 // fillHit loads a hit's lines: from its source's content already read, or

@@ -62,6 +62,8 @@ type Service struct {
 	reads *lru.Cache[readKey, *folderRead]
 	// counts memoises token counts of files by blob hash.
 	counts *blobCounts
+	// sourceTexts holds the object-store sources' texts by key and ETag.
+	sourceTexts *lru.Cache[sourceKey, string]
 
 	usage  *usage
 	cancel context.CancelFunc
@@ -77,6 +79,9 @@ const (
 	// blobCountSize holds about 130,000 counts: the Layer 1 files and
 	// meta.json of 30,000 agents.
 	blobCountSize = 16 << 20
+	// sourceCacheSize holds the sources of a few thousand agents (the
+	// benchmark's are two of ~5 KB each).
+	sourceCacheSize = 16 << 20
 )
 
 // New returns the service.
@@ -88,8 +93,8 @@ func New(d Deps) (*Service, error) {
 	logger := d.Logger.With("service", "context-assembly")
 	return &Service{deps: d, logger: logger, counter: counter, repo: memrepo.LazyFor(d.Repo, d.RepoPath),
 		blocks: lru.New[plumbing.Hash, []memread.Block](blockCacheSize), reads: lru.New[readKey, *folderRead](readCacheSize),
-		counts: newBlobCounts(blobCountSize),
-		usage:  newUsage(d.Usage, logger)}, nil
+		counts: newBlobCounts(blobCountSize), sourceTexts: lru.New[sourceKey, string](sourceCacheSize),
+		usage: newUsage(d.Usage, logger)}, nil
 }
 
 // Start runs the usage reporter until Stop.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 )
@@ -30,10 +32,13 @@ type env struct {
 	when   time.Time
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWithSources(t, nil) }
+
+// newEnvWithSources is newEnv with the agents' sources in blobs.
+func newEnvWithSources(t *testing.T, blobs blob.Store) *env {
 	repo, err := memrepo.Init(context.Background(), filepath.Join(t.TempDir(), "memory.git"), memrepo.InitOptions{})
 	require.NoError(t, err)
-	svc, err := New(Deps{RepoPath: repo.Path(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc, err := New(Deps{RepoPath: repo.Path(), Blobs: blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	server := grpctest.Serve(t, svc.Register)
 	return &env{t: t, repo: repo, client: memoryv1.NewContextAssemblyServiceClient(server.Conn), server: server,
@@ -215,6 +220,59 @@ func TestAssembleContextWithoutSearch(t *testing.T) {
 	require.Contains(t, resp.GetWarnings(), "search is not configured: no hits for the query hint")
 	_, err = e.client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur", Budget: MaxBudget + 1})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
+}
+
+// countingStore is a real store that counts the objects read from it.
+type countingStore struct {
+	blob.Store
+	gets atomic.Int32
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, blob.Info, error) {
+	c.gets.Add(1)
+	return c.Store.Get(ctx, key)
+}
+
+// A source's text is fetched once per version: every AssembleContext lists
+// the sources and so sees a new version, a removed and an added source.
+func TestAssembleContextFetchesEachSourceVersionOnce(t *testing.T) {
+	fs, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fs.Close() })
+	store := &countingStore{Store: fs}
+	e := newEnvWithSources(t, store)
+	seedAgent(e)
+	ctx := context.Background()
+	put := func(key, text string) {
+		_, err := blob.PutBytes(ctx, fs, key, []byte(text), blob.PutOptions{})
+		require.NoError(t, err)
+	}
+	sources := func() map[string]string {
+		resp, err := e.client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur"})
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, s := range resp.GetSections() {
+			if s.GetKind() == "source" {
+				out[s.GetFile()] = s.GetContent()
+			}
+		}
+		return out
+	}
+	const guide, notes = "agents/cur/sources/guide.md", "agents/cur/sources/notes.md"
+	put(guide, "# Guide\n\nRotate the keys monthly.\n")
+	require.Equal(t, map[string]string{guide: "# Guide\n\nRotate the keys monthly.\n"}, sources())
+	require.Equal(t, map[string]string{guide: "# Guide\n\nRotate the keys monthly.\n"}, sources())
+	require.Equal(t, int32(1), store.gets.Load(), "the second call reads the cached version")
+
+	put(guide, "# Guide\n\nRotate the keys weekly.\n")
+	put(notes, "# Notes\n\nNothing yet.\n")
+	want := map[string]string{guide: "# Guide\n\nRotate the keys weekly.\n", notes: "# Notes\n\nNothing yet.\n"}
+	require.Equal(t, want, sources())
+	require.Equal(t, want, sources())
+	require.Equal(t, int32(3), store.gets.Load(), "each new version is read once")
+
+	require.NoError(t, fs.Delete(ctx, notes))
+	require.Equal(t, map[string]string{guide: want[guide]}, sources())
 }
 
 func TestDiffMemory(t *testing.T) {
