@@ -38,3 +38,38 @@ func BenchmarkUpsertAppend(b *testing.B) {
 		b.Fatalf("%d chunks written in %d upserts, want one each", n, b.N)
 	}
 }
+
+// BenchmarkExcerpt: the excerpts of a search's ten hits, bullets like the
+// benchmark's facts, for a three-word query. "whole" is every word analysed
+// (how excerpts were marked before queryMarks), for comparison.
+func BenchmarkExcerpt(b *testing.B) {
+	ix := &Index{analyzer: textanalysis.NewAnalyzer()}
+	var hits []string
+	for i := range 10 {
+		hits = append(hits, fmt.Sprintf("- The billing service %d keeps its ledger in PostgreSQL and publishes %d reconciled reports to the finance team every %d days", i, i*3, i+2))
+	}
+	terms := ix.terms("ledger reconciliation finance")
+	b.Run("runs", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			q := newQueryMarks(terms)
+			for _, h := range hits {
+				_ = ix.excerpt(h, q)
+			}
+		}
+	})
+	b.Run("whole", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, h := range hits {
+				var marks []span
+				for _, t := range ix.analyzer.Analyze([]byte(h)) {
+					if terms[string(t.Term)] {
+						marks = append(marks, span{t.Start, t.End})
+					}
+				}
+				_ = renderExcerpt(h, marks)
+			}
+		}
+	})
+}

@@ -1,10 +1,12 @@
 package searchindex
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/blugelabs/bluge"
 	"github.com/blugelabs/bluge/index"
@@ -217,7 +221,7 @@ func TestExcerptWindowAndMarks(t *testing.T) {
 	require.NoError(t, err)
 	defer ix.Close()
 	long := strings.Repeat("filler words here ", 40) + "the Ключове рішення about storage " + strings.Repeat("more filler ", 40)
-	ex := ix.excerpt(long, ix.terms("storage"))
+	ex := ix.excerpt(long, newQueryMarks(ix.terms("storage")))
 	require.Contains(t, ex, "«storage»")
 	require.True(t, strings.HasPrefix(ex, "…"))
 	require.True(t, strings.HasSuffix(ex, "…"))
@@ -414,15 +418,18 @@ func TestPositionalChunksAreReplaced(t *testing.T) {
 	require.Equal(t, fresh.cur.files, ix.cur.files)
 }
 
-// Excerpts analysed a prefix at a time are exactly the excerpts of the
-// whole text analysed at once, whatever the text and wherever the matches.
+// Excerpts analysed a prefix and a run at a time, skipping runs, are
+// exactly the excerpts of the whole text analysed at once, whatever the
+// text and wherever the matches.
 func TestExcerptOfPrefixesMatchesWholeText(t *testing.T) {
 	ix, err := Open(t.TempDir())
 	require.NoError(t, err)
 	defer ix.Close()
 	words := []string{"storage", "Storage's", "stored", "filler", "words", "Ключове", "рішення", "пам`ять",
-		"don't", "v1.2", "2026-02-17", "naïve", "a\u0308b", "—", "(storage)", "run_abc123", "THE", "x"}
-	seps := []string{" ", " ", " ", "\n", "  ", "\t", ", ", ".\n\n", "-", ""}
+		"don't", "v1.2", "2026-02-17", "naïve", "a\u0308b", "—", "(storage)", "run_abc123", "THE", "x",
+		"possibility", "Possibly", "relational", "happy", "HAPPIEST", "hopping", "hop", "ies", "is", "AI's", "ai",
+		"organization's", "Organize", "\u0301storage", "́", "`", "´", "\u200dstore", "e\u0301", "ёлка", "Ёлки", "x2"}
+	seps := []string{" ", " ", " ", "\n", "  ", "\t", ", ", ".\n\n", "-", "", "\r\n", "\v", "\f", "\u00a0", "\u3000", "'", "`"}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 2000 {
 		var b strings.Builder
@@ -438,6 +445,51 @@ func TestExcerptOfPrefixesMatchesWholeText(t *testing.T) {
 				whole = append(whole, span{tok.Start, tok.End})
 			}
 		}
-		require.Equal(t, renderExcerpt(text, whole), ix.excerpt(text, terms), "text %d: %q", i, text)
+		q := newQueryMarks(terms)
+		require.Equal(t, whole, ix.marksIn(text, q), "text %d: %q", i, text)
+		require.Equal(t, renderExcerpt(text, whole), ix.excerpt(text, q), "text %d: %q", i, text)
 	}
+}
+
+// marksIn skips an ASCII run that does not hold, in lower case, some query
+// term less its last two letters: that holds only if Porter's stemmer
+// rewrites at most the last two letters of what it keeps of a word. It is
+// checked on words built to take each of its rules and, when the shared
+// evaluation data is there, on every word of the SciFact corpus.
+func TestPorterStemsKeepTheWordsStart(t *testing.T) {
+	ix, err := Open(t.TempDir())
+	require.NoError(t, err)
+	defer ix.Close()
+	words := map[string]bool{}
+	for _, stem := range []string{"a", "ab", "sens", "poss", "relat", "organ", "hop", "happ", "conform", "agre", "debil", "rat", "y", "by"} {
+		for _, suffix := range []string{"", "s", "es", "ies", "sses", "ed", "ing", "y", "ly", "eed", "ational", "tional", "enci", "anci",
+			"izer", "bli", "abli", "alli", "entli", "eli", "ousli", "ization", "ation", "ator", "alism", "iveness", "fulness",
+			"ousness", "aliti", "iviti", "biliti", "ibility", "ability", "logi", "icate", "ative", "alize", "iciti", "ical", "ful",
+			"ness", "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "sion", "tion", "ou",
+			"ism", "ate", "iti", "ous", "ive", "ize", "e", "ll", "ies's", "'s", "ied", "ying", "bled", "izing", "ating"} {
+			words[stem+suffix] = true
+		}
+	}
+	if f, err := os.Open(filepath.Join("..", "..", "..", "shared", "data", "scifact", "corpus.jsonl")); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			for _, w := range strings.FieldsFunc(sc.Text(), func(r rune) bool { return r >= utf8.RuneSelf || !unicode.IsLetter(r) }) {
+				words[w] = true
+			}
+		}
+		require.NoError(t, sc.Err())
+		require.NoError(t, f.Close())
+	} else {
+		t.Logf("SciFact corpus not available (%v): built words only", err)
+	}
+	for w := range words {
+		for _, tok := range ix.analyzer.Analyze([]byte(w)) {
+			term := string(tok.Term)
+			key := term[:max(0, len(term)-2)]
+			require.True(t, containsLowerASCII(w, key), "%q → %q", w, term)
+			require.True(t, newQueryMarks(map[string]bool{term: true}).mayHold(w), "%q → %q", w, term)
+		}
+	}
+	t.Logf("%d words", len(words))
 }

@@ -84,6 +84,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	if len(queryTerms) == 0 {
 		return nil, ErrEmptyQuery
 	}
+	marks := newQueryMarks(queryTerms)
 
 	match := bluge.NewBooleanQuery()
 	for _, p := range phrases {
@@ -172,7 +173,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 			h.StartLine, h.EndLine = start, end
 		}
 		if !q.OmitExcerpts {
-			h.Excerpt = ix.excerpt(chunkText, queryTerms)
+			h.Excerpt = ix.excerpt(chunkText, marks)
 		}
 		res.Hits = append(res.Hits, h)
 	}
@@ -192,27 +193,126 @@ type span struct{ start, end int }
 // the first match and the excerpt after it. The prefix ends before a space
 // or a newline, where a word always ends, so its words are exactly the
 // text's words there.
-func (ix *Index) excerptMarks(text string, queryTerms map[string]bool) []span {
+func (ix *Index) excerptMarks(text string, q *queryMarks) []span {
 	if prefix := 4 * excerptRadius; len(text) > prefix {
 		if cut := strings.LastIndexAny(text[:prefix], " \n"); cut > 0 {
-			if marks := ix.marksIn(text[:cut], queryTerms); len(marks) > 0 && marks[0].start+2*excerptRadius <= cut {
+			if marks := ix.marksIn(text[:cut], q); len(marks) > 0 && marks[0].start+2*excerptRadius <= cut {
 				return marks
 			}
 		}
 	}
-	return ix.marksIn(text, queryTerms)
+	return ix.marksIn(text, q)
 }
 
 // marksIn returns where text's words are query terms, in order.
-func (ix *Index) marksIn(text string, queryTerms map[string]bool) []span {
+//
+// Analysing every word of every hit was a fifth of a search's CPU, and most
+// words are not query terms. A word never spans whitespace (UAX #29), so
+// text is analysed one whitespace-separated run at a time, each run exactly
+// as within the whole text, and a run of ASCII only where it can hold a
+// query term (queryMarks.mayHold).
+func (ix *Index) marksIn(text string, q *queryMarks) []span {
 	var marks []span
-	for _, t := range ix.analyzer.Analyze([]byte(text)) {
-		if queryTerms[string(t.Term)] {
-			marks = append(marks, span{t.Start, t.End})
+	for start := 0; start < len(text); {
+		if isASCIISpace(text[start]) {
+			start++
+			continue
 		}
+		end := start + 1
+		ascii := text[start] < utf8.RuneSelf
+		for end < len(text) && !isASCIISpace(text[end]) {
+			ascii = ascii && text[end] < utf8.RuneSelf
+			end++
+		}
+		if !ascii || q.mayHold(text[start:end]) {
+			for _, t := range ix.analyzer.Analyze([]byte(text[start:end])) {
+				if q.terms[string(t.Term)] {
+					marks = append(marks, span{start + t.Start, start + t.End})
+				}
+			}
+		}
+		start = end
 	}
 	sort.Slice(marks, func(i, j int) bool { return marks[i].start < marks[j].start })
 	return marks
+}
+
+func isASCIISpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// queryMarks is what marksIn looks for: the query's terms, and for an ASCII
+// run a cheap test that it may hold one of them.
+type queryMarks struct {
+	terms map[string]bool
+	// keys are the ASCII terms less their last two bytes. An ASCII word's
+	// term is its lower case, less a possessive 's, stemmed by Porter's
+	// algorithm, which rewrites at most the last two letters of what it
+	// keeps (ies → i, y → i, bili → ble …; TestPorterStemsKeepTheWordsStart):
+	// so a run holding a word whose term is t holds keys(t) in lower case.
+	keys []string
+	// anyRun: some ASCII term is too short for a key; every run may hold it.
+	anyRun bool
+}
+
+func newQueryMarks(terms map[string]bool) *queryMarks {
+	q := &queryMarks{terms: terms}
+	for t := range terms {
+		if !isASCII(t) {
+			continue // an ASCII run's terms are ASCII
+		}
+		if len(t) <= 2 {
+			q.anyRun = true
+			continue
+		}
+		q.keys = append(q.keys, t[:len(t)-2])
+	}
+	return q
+}
+
+// mayHold reports whether the ASCII run may hold a word whose term is a
+// query term.
+func (q *queryMarks) mayHold(run string) bool {
+	if q.anyRun {
+		return true
+	}
+	for _, k := range q.keys {
+		if containsLowerASCII(run, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsLowerASCII reports whether s, in ASCII lower case, contains the
+// lower-case key.
+func containsLowerASCII(s, key string) bool {
+	for i := 0; i+len(key) <= len(s); i++ {
+		j := 0
+		for j < len(key) && lowerASCII(s[i+j]) == key[j] {
+			j++
+		}
+		if j == len(key) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // splitPhrases separates "quoted phrases" from the other words.
@@ -234,8 +334,8 @@ func (ix *Index) terms(s string) map[string]bool {
 
 // excerpt returns the part of text around its first match, with every
 // matching word marked «like this».
-func (ix *Index) excerpt(text string, queryTerms map[string]bool) string {
-	return renderExcerpt(text, ix.excerptMarks(text, queryTerms))
+func (ix *Index) excerpt(text string, q *queryMarks) string {
+	return renderExcerpt(text, ix.excerptMarks(text, q))
 }
 
 // renderExcerpt cuts text around the first of marks (sorted) and marks them.
