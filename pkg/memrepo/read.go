@@ -116,7 +116,7 @@ func (r *Repo) ReadTextBlob(ctx context.Context, commit plumbing.Hash, path stri
 	}
 	text, err := textContent(o)
 	if err != nil {
-		return "", plumbing.ZeroHash, fmt.Errorf("memrepo: read blob %s (%s): %w", h, path, err)
+		return "", plumbing.ZeroHash, blobError(h, path, err)
 	}
 	return text, h, nil
 }
@@ -125,9 +125,14 @@ func (r *Repo) ReadTextBlob(ctx context.Context, commit plumbing.Hash, path stri
 func fileContent(o plumbing.EncodedObject, h plumbing.Hash, path string) ([]byte, error) {
 	buf, err := copyContent(o)
 	if err != nil {
-		return nil, fmt.Errorf("memrepo: read blob %s (%s): %w", h, path, err)
+		return nil, blobError(h, path, err)
 	}
 	return buf, nil
+}
+
+// blobError says which file's blob could not be read.
+func blobError(h plumbing.Hash, path string, err error) error {
+	return fmt.Errorf("memrepo: read blob %s (%s): %w", h, path, err)
 }
 
 // fileObject returns the (shared, immutable) blob object of the file at

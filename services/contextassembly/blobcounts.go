@@ -14,31 +14,31 @@ import (
 // outnumber it) counts its files again, and counting was a quarter of such
 // a read (issue #9 profile at 10,000 agents).
 type blobCounts struct {
-	cache *lru.Cache[countKey, int]
+	cache *lru.Cache[contentKey, int]
 }
 
-// countKey names a content: blob for a file of the repository, source and
+// contentKey names a content: blob for a file of the repository, source and
 // etag for an object-store source.
-type countKey struct {
+type contentKey struct {
 	blob         plumbing.Hash
 	source, etag string
 }
 
-// blobCountCost is the approximate bytes of an entry (key, value, list and
+// contentEntryCost is the approximate bytes of an entry (key, value, list and
 // map overhead), besides a source key's strings.
-const blobCountCost = 128
+const contentEntryCost = 128
 
 func newBlobCounts(size int64) *blobCounts {
-	return &blobCounts{cache: lru.New[countKey, int](size)}
+	return &blobCounts{cache: lru.New[contentKey, int](size)}
 }
 
 // get returns the count of the content named k, counting text once.
-func (b *blobCounts) get(k countKey, text string, count func(string) int) int {
+func (b *blobCounts) get(k contentKey, text string, count func(string) int) int {
 	if n, ok := b.cache.Get(k); ok {
 		return n
 	}
 	n := count(text)
-	b.cache.Put(k, n, blobCountCost+int64(len(k.source)+len(k.etag)))
+	b.cache.Put(k, n, contentEntryCost+int64(len(k.source)+len(k.etag)))
 	return n
 }
 
@@ -48,7 +48,7 @@ func (b *blobCounts) counter(memo map[string]memoFile, count func(string) int) f
 	return func(text string) int {
 		for _, f := range memo {
 			if len(f.content) == len(text) && f.content == text {
-				return b.get(countKey{blob: f.blob}, text, count)
+				return b.get(contentKey{blob: f.blob}, text, count)
 			}
 		}
 		return count(text)
@@ -63,5 +63,5 @@ func (b *blobCounts) source(key, etag, content string, count func(string) int) i
 	if etag == "" {
 		return count(content)
 	}
-	return b.get(countKey{source: key, etag: etag}, content, count)
+	return b.get(contentKey{source: key, etag: etag}, content, count)
 }

@@ -63,7 +63,7 @@ type Service struct {
 	// counts memoises token counts of files by blob hash.
 	counts *blobCounts
 	// sourceTexts holds the object-store sources' texts by key and ETag.
-	sourceTexts *lru.Cache[sourceKey, string]
+	sourceTexts *lru.Cache[contentKey, string]
 
 	usage  *usage
 	cancel context.CancelFunc
@@ -93,7 +93,7 @@ func New(d Deps) (*Service, error) {
 	logger := d.Logger.With("service", "context-assembly")
 	return &Service{deps: d, logger: logger, counter: counter, repo: memrepo.LazyFor(d.Repo, d.RepoPath),
 		blocks: lru.New[plumbing.Hash, []memread.Block](blockCacheSize), reads: lru.New[readKey, *folderRead](readCacheSize),
-		counts: newBlobCounts(blobCountSize), sourceTexts: lru.New[sourceKey, string](sourceCacheSize),
+		counts: newBlobCounts(blobCountSize), sourceTexts: lru.New[contentKey, string](sourceCacheSize),
 		usage: newUsage(d.Usage, logger)}, nil
 }
 

@@ -39,8 +39,8 @@ type SearchRequest struct {
 	// Only files under this path prefix.
 	PathPrefix string `protobuf:"bytes,6,opt,name=path_prefix,json=pathPrefix,proto3" json:"path_prefix,omitempty"`
 	// Leave every result's excerpt empty: for callers that load the chunk's
-	// lines themselves from span and commit (context assembly). Marking an
-	// excerpt analyses the chunk's text again, a fifth of a search's CPU.
+	// lines themselves from span and commit (context assembly): marking an
+	// excerpt analyses the chunk's words again.
 	OmitExcerpts  bool `protobuf:"varint,7,opt,name=omit_excerpts,json=omitExcerpts,proto3" json:"omit_excerpts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
