@@ -10,6 +10,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -36,8 +37,10 @@ type ProposeRequest struct {
 	EntityRefs []string `protobuf:"bytes,7,rep,name=entity_refs,json=entityRefs,proto3" json:"entity_refs,omitempty"`
 	// With agent and run, makes a retried request return the same proposal.
 	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// How long the run took, when known; the timeline entry shows it.
+	RunDuration   *durationpb.Duration `protobuf:"bytes,9,opt,name=run_duration,json=runDuration,proto3" json:"run_duration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProposeRequest) Reset() {
@@ -124,6 +127,13 @@ func (x *ProposeRequest) GetIdempotencyKey() string {
 		return x.IdempotencyKey
 	}
 	return ""
+}
+
+func (x *ProposeRequest) GetRunDuration() *durationpb.Duration {
+	if x != nil {
+		return x.RunDuration
+	}
+	return nil
 }
 
 // ProcessSessionRequest is a proposal to stage (REST: the ProposeRequest body).
@@ -2058,7 +2068,7 @@ var File_gardenbloom_memory_v1_proposal_apply_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\n" +
-	"*gardenbloom/memory/v1/proposal_apply.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe9\x02\n" +
+	"*gardenbloom/memory/v1/proposal_apply.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x03\n" +
 	"\x0eProposeRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12.\n" +
@@ -2068,7 +2078,8 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\bpriority\x18\x06 \x01(\x0e2\x1f.gardenbloom.memory.v1.PriorityR\bpriority\x12\x1f\n" +
 	"\ventity_refs\x18\a \x03(\tR\n" +
 	"entityRefs\x12'\n" +
-	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKeyB\x13\n" +
+	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x12<\n" +
+	"\frun_duration\x18\t \x01(\v2\x19.google.protobuf.DurationR\vrunDurationB\x13\n" +
 	"\x11_expected_version\"Z\n" +
 	"\x15ProcessSessionRequest\x12A\n" +
 	"\bproposal\x18\x01 \x01(\v2%.gardenbloom.memory.v1.ProposeRequestR\bproposal\"\\\n" +
@@ -2270,79 +2281,81 @@ var file_gardenbloom_memory_v1_proposal_apply_proto_goTypes = []any{
 	(*WatchCommitsResponse)(nil),    // 37: gardenbloom.memory.v1.WatchCommitsResponse
 	(*FileUpdate)(nil),              // 38: gardenbloom.memory.v1.FileUpdate
 	(Priority)(0),                   // 39: gardenbloom.memory.v1.Priority
-	(ProposalStatus)(0),             // 40: gardenbloom.memory.v1.ProposalStatus
-	(*timestamppb.Timestamp)(nil),   // 41: google.protobuf.Timestamp
-	(*Proposal)(nil),                // 42: gardenbloom.memory.v1.Proposal
-	(*Snapshot)(nil),                // 43: gardenbloom.memory.v1.Snapshot
-	(*CommitInfo)(nil),              // 44: gardenbloom.memory.v1.CommitInfo
+	(*durationpb.Duration)(nil),     // 40: google.protobuf.Duration
+	(ProposalStatus)(0),             // 41: gardenbloom.memory.v1.ProposalStatus
+	(*timestamppb.Timestamp)(nil),   // 42: google.protobuf.Timestamp
+	(*Proposal)(nil),                // 43: gardenbloom.memory.v1.Proposal
+	(*Snapshot)(nil),                // 44: gardenbloom.memory.v1.Snapshot
+	(*CommitInfo)(nil),              // 45: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_proposal_apply_proto_depIdxs = []int32{
 	38, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
 	39, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
-	0,  // 2: gardenbloom.memory.v1.ProcessSessionRequest.proposal:type_name -> gardenbloom.memory.v1.ProposeRequest
-	7,  // 3: gardenbloom.memory.v1.ProcessSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	7,  // 4: gardenbloom.memory.v1.CommitSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	7,  // 5: gardenbloom.memory.v1.OnboardAgentResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	40, // 6: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	41, // 7: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
-	42, // 8: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	42, // 9: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	40, // 10: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	42, // 11: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
-	42, // 12: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	42, // 13: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	42, // 14: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	19, // 15: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
-	43, // 16: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
-	43, // 17: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
-	7,  // 18: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	41, // 19: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
-	7,  // 20: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
-	41, // 21: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
-	41, // 22: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
-	33, // 23: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
-	44, // 24: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
-	0,  // 25: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
-	1,  // 26: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProcessSessionRequest
-	5,  // 27: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
-	6,  // 28: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
-	8,  // 29: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
-	10, // 30: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
-	12, // 31: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
-	14, // 32: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
-	16, // 33: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
-	18, // 34: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
-	21, // 35: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
-	23, // 36: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
-	25, // 37: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
-	27, // 38: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
-	29, // 39: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
-	31, // 40: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
-	34, // 41: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
-	36, // 42: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
-	7,  // 43: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
-	2,  // 44: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProcessSessionResponse
-	3,  // 45: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.CommitSessionResponse
-	4,  // 46: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.OnboardAgentResponse
-	9,  // 47: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
-	11, // 48: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
-	13, // 49: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
-	15, // 50: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
-	17, // 51: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
-	20, // 52: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
-	22, // 53: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
-	24, // 54: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
-	26, // 55: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
-	28, // 56: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
-	30, // 57: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
-	32, // 58: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
-	35, // 59: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
-	37, // 60: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
-	43, // [43:61] is the sub-list for method output_type
-	25, // [25:43] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	40, // 2: gardenbloom.memory.v1.ProposeRequest.run_duration:type_name -> google.protobuf.Duration
+	0,  // 3: gardenbloom.memory.v1.ProcessSessionRequest.proposal:type_name -> gardenbloom.memory.v1.ProposeRequest
+	7,  // 4: gardenbloom.memory.v1.ProcessSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	7,  // 5: gardenbloom.memory.v1.CommitSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	7,  // 6: gardenbloom.memory.v1.OnboardAgentResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	41, // 7: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	42, // 8: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
+	43, // 9: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	43, // 10: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	41, // 11: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	43, // 12: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
+	43, // 13: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	43, // 14: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	43, // 15: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	19, // 16: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
+	44, // 17: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
+	44, // 18: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
+	7,  // 19: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	42, // 20: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 21: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
+	42, // 22: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
+	42, // 23: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
+	33, // 24: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
+	45, // 25: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
+	0,  // 26: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
+	1,  // 27: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProcessSessionRequest
+	5,  // 28: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
+	6,  // 29: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
+	8,  // 30: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
+	10, // 31: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
+	12, // 32: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
+	14, // 33: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
+	16, // 34: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
+	18, // 35: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
+	21, // 36: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
+	23, // 37: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
+	25, // 38: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
+	27, // 39: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
+	29, // 40: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
+	31, // 41: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
+	34, // 42: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
+	36, // 43: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
+	7,  // 44: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
+	2,  // 45: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProcessSessionResponse
+	3,  // 46: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.CommitSessionResponse
+	4,  // 47: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.OnboardAgentResponse
+	9,  // 48: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
+	11, // 49: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
+	13, // 50: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
+	15, // 51: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
+	17, // 52: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
+	20, // 53: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
+	22, // 54: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
+	24, // 55: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
+	26, // 56: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
+	28, // 57: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
+	30, // 58: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
+	32, // 59: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
+	35, // 60: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
+	37, // 61: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
+	44, // [44:62] is the sub-list for method output_type
+	26, // [26:44] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_proposal_apply_proto_init() }

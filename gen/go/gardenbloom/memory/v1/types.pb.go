@@ -9,6 +9,7 @@ package memoryv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -439,33 +440,38 @@ const (
 	// Remove a file: a run file a restored snapshot did not have, or a run
 	// file run rotation archived. Only proposals the service makes carry it.
 	Operation_OPERATION_DELETE Operation = 9
+	// Write one artifact of a run, runs/run_<id>/artifacts/<name> (spec
+	// integration §1): UTF-8 text, at most --max-artifact-bytes.
+	Operation_OPERATION_WRITE_ARTIFACT Operation = 10
 )
 
 // Enum value maps for Operation.
 var (
 	Operation_name = map[int32]string{
-		0: "OPERATION_UNSPECIFIED",
-		1: "OPERATION_REPLACE",
-		2: "OPERATION_APPEND",
-		3: "OPERATION_REMOVE",
-		4: "OPERATION_OPEN",
-		5: "OPERATION_CLOSE",
-		6: "OPERATION_ADD_DECISION",
-		7: "OPERATION_WRITE_RUN",
-		8: "OPERATION_RESTORE",
-		9: "OPERATION_DELETE",
+		0:  "OPERATION_UNSPECIFIED",
+		1:  "OPERATION_REPLACE",
+		2:  "OPERATION_APPEND",
+		3:  "OPERATION_REMOVE",
+		4:  "OPERATION_OPEN",
+		5:  "OPERATION_CLOSE",
+		6:  "OPERATION_ADD_DECISION",
+		7:  "OPERATION_WRITE_RUN",
+		8:  "OPERATION_RESTORE",
+		9:  "OPERATION_DELETE",
+		10: "OPERATION_WRITE_ARTIFACT",
 	}
 	Operation_value = map[string]int32{
-		"OPERATION_UNSPECIFIED":  0,
-		"OPERATION_REPLACE":      1,
-		"OPERATION_APPEND":       2,
-		"OPERATION_REMOVE":       3,
-		"OPERATION_OPEN":         4,
-		"OPERATION_CLOSE":        5,
-		"OPERATION_ADD_DECISION": 6,
-		"OPERATION_WRITE_RUN":    7,
-		"OPERATION_RESTORE":      8,
-		"OPERATION_DELETE":       9,
+		"OPERATION_UNSPECIFIED":    0,
+		"OPERATION_REPLACE":        1,
+		"OPERATION_APPEND":         2,
+		"OPERATION_REMOVE":         3,
+		"OPERATION_OPEN":           4,
+		"OPERATION_CLOSE":          5,
+		"OPERATION_ADD_DECISION":   6,
+		"OPERATION_WRITE_RUN":      7,
+		"OPERATION_RESTORE":        8,
+		"OPERATION_DELETE":         9,
+		"OPERATION_WRITE_ARTIFACT": 10,
 	}
 )
 
@@ -1043,8 +1049,20 @@ type Proposal struct {
 	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,25,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	ReviewedAt     *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=reviewed_at,json=reviewedAt,proto3" json:"reviewed_at,omitempty"`
 	AppliedAt      *timestamppb.Timestamp `protobuf:"bytes,27,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Facts this proposal's commit moved out of facts.md to decisions.md
+	// § "Evicted facts" (spec DiffMem §11.3), verbatim, oldest first.
+	EvictedFacts []string `protobuf:"bytes,28,rep,name=evicted_facts,json=evictedFacts,proto3" json:"evicted_facts,omitempty"`
+	// Open loops this proposal's commit froze into decisions.md § "Frozen loops".
+	FrozenLoops []string `protobuf:"bytes,29,rep,name=frozen_loops,json=frozenLoops,proto3" json:"frozen_loops,omitempty"`
+	// Closed loops this proposal's commit dropped (closed more than 7 days ago).
+	RemovedClosedLoops []string `protobuf:"bytes,30,rep,name=removed_closed_loops,json=removedClosedLoops,proto3" json:"removed_closed_loops,omitempty"`
+	// What the service noticed but accepted, e.g. an ALWAYS_LOAD block in a
+	// Layer 2 file (it will never be auto-loaded).
+	Warnings []string `protobuf:"bytes,31,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// How long the run took, when the caller knows; shown in the timeline entry.
+	RunDuration   *durationpb.Duration `protobuf:"bytes,32,opt,name=run_duration,json=runDuration,proto3" json:"run_duration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Proposal) Reset() {
@@ -1262,6 +1280,41 @@ func (x *Proposal) GetReviewedAt() *timestamppb.Timestamp {
 func (x *Proposal) GetAppliedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.AppliedAt
+	}
+	return nil
+}
+
+func (x *Proposal) GetEvictedFacts() []string {
+	if x != nil {
+		return x.EvictedFacts
+	}
+	return nil
+}
+
+func (x *Proposal) GetFrozenLoops() []string {
+	if x != nil {
+		return x.FrozenLoops
+	}
+	return nil
+}
+
+func (x *Proposal) GetRemovedClosedLoops() []string {
+	if x != nil {
+		return x.RemovedClosedLoops
+	}
+	return nil
+}
+
+func (x *Proposal) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+func (x *Proposal) GetRunDuration() *durationpb.Duration {
+	if x != nil {
+		return x.RunDuration
 	}
 	return nil
 }
@@ -1897,7 +1950,7 @@ var File_gardenbloom_memory_v1_types_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"!gardenbloom/memory/v1/types.proto\x12\x15gardenbloom.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"@\n" +
+	"!gardenbloom/memory/v1/types.proto\x12\x15gardenbloom.memory.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"@\n" +
 	"\x04Span\x12\x1d\n" +
 	"\n" +
 	"start_line\x18\x01 \x01(\x05R\tstartLine\x12\x19\n" +
@@ -1923,7 +1976,8 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"resolution\x18\x06 \x01(\tR\n" +
 	"resolution\x12H\n" +
 	"\rloop_priority\x18\a \x01(\x0e2#.gardenbloom.memory.v1.LoopPriorityR\floopPriority\x12;\n" +
-	"\bdecision\x18\b \x01(\v2\x1f.gardenbloom.memory.v1.DecisionR\bdecision\"\xf8\b\n" +
+	"\bdecision\x18\b \x01(\v2\x1f.gardenbloom.memory.v1.DecisionR\bdecision\"\xcc\n" +
+	"\n" +
 	"\bProposal\x12\x1f\n" +
 	"\vproposal_id\x18\x01 \x01(\tR\n" +
 	"proposalId\x12\x19\n" +
@@ -1964,7 +2018,12 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\vreviewed_at\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"reviewedAt\x129\n" +
 	"\n" +
-	"applied_at\x18\x1b \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAtB\x13\n" +
+	"applied_at\x18\x1b \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x12#\n" +
+	"\revicted_facts\x18\x1c \x03(\tR\fevictedFacts\x12!\n" +
+	"\ffrozen_loops\x18\x1d \x03(\tR\vfrozenLoops\x120\n" +
+	"\x14removed_closed_loops\x18\x1e \x03(\tR\x12removedClosedLoops\x12\x1a\n" +
+	"\bwarnings\x18\x1f \x03(\tR\bwarnings\x12<\n" +
+	"\frun_duration\x18  \x01(\v2\x19.google.protobuf.DurationR\vrunDurationB\x13\n" +
 	"\x11_expected_version\"\xee\x03\n" +
 	"\n" +
 	"MemoryMeta\x12\x19\n" +
@@ -2091,7 +2150,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x1fSTATUS_REASON_VALIDATION_FAILED\x10\x05\x12\x1d\n" +
 	"\x19STATUS_REASON_APPLY_ERROR\x10\x06\x12!\n" +
 	"\x1dSTATUS_REASON_AWAITING_REVIEW\x10\a\x12\x18\n" +
-	"\x14STATUS_REASON_STAGED\x10\b*\xf4\x01\n" +
+	"\x14STATUS_REASON_STAGED\x10\b*\x92\x02\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11OPERATION_REPLACE\x10\x01\x12\x14\n" +
@@ -2102,7 +2161,9 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x16OPERATION_ADD_DECISION\x10\x06\x12\x17\n" +
 	"\x13OPERATION_WRITE_RUN\x10\a\x12\x15\n" +
 	"\x11OPERATION_RESTORE\x10\b\x12\x14\n" +
-	"\x10OPERATION_DELETE\x10\t*\x92\x01\n" +
+	"\x10OPERATION_DELETE\x10\t\x12\x1c\n" +
+	"\x18OPERATION_WRITE_ARTIFACT\x10\n" +
+	"*\x92\x01\n" +
 	"\fLoopPriority\x12\x1d\n" +
 	"\x19LOOP_PRIORITY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16LOOP_PRIORITY_CRITICAL\x10\x01\x12\x16\n" +
@@ -2168,6 +2229,7 @@ var file_gardenbloom_memory_v1_types_proto_goTypes = []any{
 	(*Edge)(nil),                  // 18: gardenbloom.memory.v1.Edge
 	(*Snapshot)(nil),              // 19: gardenbloom.memory.v1.Snapshot
 	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
 }
 var file_gardenbloom_memory_v1_types_proto_depIdxs = []int32{
 	20, // 0: gardenbloom.memory.v1.Decision.date:type_name -> google.protobuf.Timestamp
@@ -2182,21 +2244,22 @@ var file_gardenbloom_memory_v1_types_proto_depIdxs = []int32{
 	20, // 9: gardenbloom.memory.v1.Proposal.updated_at:type_name -> google.protobuf.Timestamp
 	20, // 10: gardenbloom.memory.v1.Proposal.reviewed_at:type_name -> google.protobuf.Timestamp
 	20, // 11: gardenbloom.memory.v1.Proposal.applied_at:type_name -> google.protobuf.Timestamp
-	20, // 12: gardenbloom.memory.v1.MemoryMeta.last_update:type_name -> google.protobuf.Timestamp
-	20, // 13: gardenbloom.memory.v1.CommitInfo.time:type_name -> google.protobuf.Timestamp
-	7,  // 14: gardenbloom.memory.v1.Entity.type:type_name -> gardenbloom.memory.v1.EntityType
-	20, // 15: gardenbloom.memory.v1.Entity.last_updated:type_name -> google.protobuf.Timestamp
-	10, // 16: gardenbloom.memory.v1.Evidence.span:type_name -> gardenbloom.memory.v1.Span
-	8,  // 17: gardenbloom.memory.v1.Edge.relation:type_name -> gardenbloom.memory.v1.Relation
-	20, // 18: gardenbloom.memory.v1.Edge.valid_from:type_name -> google.protobuf.Timestamp
-	20, // 19: gardenbloom.memory.v1.Edge.valid_to:type_name -> google.protobuf.Timestamp
-	17, // 20: gardenbloom.memory.v1.Edge.evidence:type_name -> gardenbloom.memory.v1.Evidence
-	20, // 21: gardenbloom.memory.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	21, // 12: gardenbloom.memory.v1.Proposal.run_duration:type_name -> google.protobuf.Duration
+	20, // 13: gardenbloom.memory.v1.MemoryMeta.last_update:type_name -> google.protobuf.Timestamp
+	20, // 14: gardenbloom.memory.v1.CommitInfo.time:type_name -> google.protobuf.Timestamp
+	7,  // 15: gardenbloom.memory.v1.Entity.type:type_name -> gardenbloom.memory.v1.EntityType
+	20, // 16: gardenbloom.memory.v1.Entity.last_updated:type_name -> google.protobuf.Timestamp
+	10, // 17: gardenbloom.memory.v1.Evidence.span:type_name -> gardenbloom.memory.v1.Span
+	8,  // 18: gardenbloom.memory.v1.Edge.relation:type_name -> gardenbloom.memory.v1.Relation
+	20, // 19: gardenbloom.memory.v1.Edge.valid_from:type_name -> google.protobuf.Timestamp
+	20, // 20: gardenbloom.memory.v1.Edge.valid_to:type_name -> google.protobuf.Timestamp
+	17, // 21: gardenbloom.memory.v1.Edge.evidence:type_name -> gardenbloom.memory.v1.Evidence
+	20, // 22: gardenbloom.memory.v1.Snapshot.created_at:type_name -> google.protobuf.Timestamp
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_types_proto_init() }
