@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -50,9 +51,16 @@ type Evidence struct {
 // Edge is one validity interval of a relation. ValidTo is zero while the
 // edge still holds. The same (From, To, Relation) can have several
 // intervals if it is removed and added again.
+//
+// Git times have one-second precision, so a time alone cannot tell apart
+// commits made in the same second: FromOrd and ToOrd are the positions of
+// the opening and closing commits among the commits of their second
+// (Point.Ord), and together with the times they place the interval exactly
+// in commit order.
 type Edge struct {
 	From, To, Relation string
 	ValidFrom, ValidTo time.Time
+	FromOrd, ToOrd     uint32
 	// Evidence lists every source that supported the edge during this
 	// interval, sorted by file.
 	Evidence []Evidence
@@ -94,6 +102,39 @@ type NodeFilter struct {
 	Query string
 	// At keeps nodes first seen at or before At.
 	At time.Time
+	// Point, when set, keeps nodes first seen at or before it in commit
+	// order; it takes precedence over At.
+	Point Point
+}
+
+// Point is a position in commit order: right after the commit made at Time
+// with Ord commits of the same second applied before it (first-parent
+// order). Git times have one-second precision, so Time alone cannot tell
+// apart two commits of one second; Time and Ord together can. The zero
+// Point is now (the newest state).
+type Point struct {
+	Time time.Time
+	Ord  uint32
+}
+
+// AtTime is the point of the newest commit at or before t (zero t: now).
+func AtTime(t time.Time) Point {
+	if t.IsZero() {
+		return Point{}
+	}
+	return Point{Time: t, Ord: math.MaxUint32}
+}
+
+// AtCommit is the point right after the commit made at t that had ord
+// commits of the same second before it in commit order.
+func AtCommit(t time.Time, ord uint32) Point { return Point{Time: t, Ord: ord} }
+
+// IsNow reports whether p is the zero point: the newest state.
+func (p Point) IsNow() bool { return p.Time.IsZero() }
+
+// reached reports whether the commit at (t, ord) is at or before p.
+func (p Point) reached(t time.Time, ord uint32) bool {
+	return t.Before(p.Time) || (t.Equal(p.Time) && ord <= p.Ord)
 }
 
 type edgeKey struct{ from, to, rel string }
@@ -167,8 +208,10 @@ func (g *Graph) intern(f *fileState) {
 type edgeState struct {
 	closed []Edge
 	open   bool
-	from   time.Time
-	live   map[uint32]evidence // sources supporting the edge now, by source id
+	// fromOrd is the opening commit's Point.Ord (it fits beside open).
+	fromOrd uint32
+	from    time.Time
+	live    map[uint32]evidence // sources supporting the edge now, by source id
 	// gone holds the sources that supported the edge earlier in the current
 	// interval and left it (nil when none): the interval's evidence is live
 	// and gone together. Keeping only the departed ones, not a second copy
@@ -220,10 +263,13 @@ func (in *interner) expand(src uint32, ev evidence) Evidence {
 type nodeState struct {
 	id, typ, label string
 	labelSet       bool
-	aliases        map[string]bool
-	refs           map[string]bool
-	firstSeen      time.Time
-	updated        time.Time
+	// firstOrd is the Point.Ord of the commit that first saw the node (it
+	// fits beside labelSet).
+	firstOrd  uint32
+	aliases   map[string]bool
+	refs      map[string]bool
+	firstSeen time.Time
+	updated   time.Time
 }
 
 // Graph is an in-memory temporal entity graph built from commits. It is not
@@ -240,6 +286,11 @@ type Graph struct {
 	adj map[string][]edgeKey
 	// strs numbers the sources and commits of the edges' evidence.
 	strs *interner
+	// lastTime, lastSha and ord are the last commit applied: its time, sha
+	// and position among the commits of its second (Point.Ord).
+	lastTime time.Time
+	lastSha  string
+	ord      uint32
 }
 
 // indexEdge records a new edge key in the adjacency index.
@@ -251,8 +302,9 @@ func (g *Graph) indexEdge(k edgeKey) {
 }
 
 // edgesOf returns the intervals of every edge touching id, visible at at,
-// and (when allow is non-empty) of an allowed relation.
-func (g *Graph) edgesOf(id string, at time.Time, allow map[string]bool) []Edge {
+// and (when allow is non-empty) of an allowed relation. Seen from a past
+// point, an interval that closed after it is still open (asOf).
+func (g *Graph) edgesOf(id string, at Point, allow map[string]bool) []Edge {
 	var out []Edge
 	for _, k := range g.adj[id] {
 		if len(allow) > 0 && !allow[k.rel] {
@@ -260,17 +312,26 @@ func (g *Graph) edgesOf(id string, at time.Time, allow map[string]bool) []Edge {
 		}
 		es := g.edges[k]
 		for _, e := range es.closed {
-			if visible(e, at) {
-				out = append(out, e)
+			if visibleAt(e, at) {
+				out = append(out, asOf(e, at))
 			}
 		}
 		if es.open {
-			if e := es.current(k, g.strs); visible(e, at) {
+			if e := es.current(k, g.strs); visibleAt(e, at) {
 				out = append(out, e)
 			}
 		}
 	}
 	return out
+}
+
+// asOf is e as the graph knew it at p: an interval that closed after p
+// was still open then.
+func asOf(e Edge, p Point) Edge {
+	if !p.IsNow() && !e.ValidTo.IsZero() && !p.reached(e.ValidTo, e.ToOrd) {
+		e.ValidTo, e.ToOrd = time.Time{}, 0
+	}
+	return e
 }
 
 // New returns an empty graph.
@@ -297,6 +358,16 @@ func New() *Graph {
 // same contents changes nothing.
 func (g *Graph) ApplyCommit(c Commit) {
 	t := c.Time.UTC()
+	switch {
+	case c.Sha != "" && c.Sha == g.lastSha && t.Equal(g.lastTime):
+		// The same commit again: the same position.
+	case !g.lastTime.IsZero() && t.Equal(g.lastTime):
+		g.ord++
+	default:
+		g.ord = 0
+	}
+	g.lastTime, g.lastSha = t, c.Sha
+	ord := g.ord
 	type change struct {
 		src      string
 		old, new *fileState
@@ -348,7 +419,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 			src = g.strs.id(ch.src)
 		}
 		for _, d := range nf.decls {
-			g.declare(d, t)
+			g.declare(d, t, ord)
 		}
 		for _, id := range old.nodes {
 			if !nf.hasNode(id) {
@@ -359,7 +430,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 		}
 		for _, id := range nf.nodes {
 			if !old.hasNode(id) {
-				n := g.node(id, t)
+				n := g.node(id, t, ord)
 				n.refs[ch.src] = true
 				n.updated = t
 			}
@@ -416,20 +487,20 @@ func (g *Graph) ApplyCommit(c Commit) {
 		switch {
 		case wasOpen[k] && !now:
 			e := es.current(k, g.strs)
-			e.ValidTo = t
+			e.ValidTo, e.ToOrd = t, ord
 			es.closed = append(es.closed, e)
 			es.open = false
 			es.gone = nil
 		case !wasOpen[k] && now:
 			es.open = true
-			es.from = t
+			es.from, es.fromOrd = t, ord
 			// Only the sources live now belong to the new interval.
 			es.gone = nil
 		default:
 			continue
 		}
-		g.node(k.from, t).updated = t
-		g.node(k.to, t).updated = t
+		g.node(k.from, t, ord).updated = t
+		g.node(k.to, t, ord).updated = t
 	}
 }
 
@@ -510,10 +581,10 @@ func (g *Graph) applied(src string, m Mention) bool {
 
 // node returns the node id, creating a placeholder if needed (a target
 // nobody declared; the first real declaration then sets its label).
-func (g *Graph) node(id string, t time.Time) *nodeState {
+func (g *Graph) node(id string, t time.Time, ord uint32) *nodeState {
 	n := g.nodes[id]
 	if n == nil {
-		n = &nodeState{id: id, typ: TypeConcept, label: id, aliases: map[string]bool{}, refs: map[string]bool{}, firstSeen: t, updated: t}
+		n = &nodeState{id: id, typ: TypeConcept, label: id, aliases: map[string]bool{}, refs: map[string]bool{}, firstSeen: t, firstOrd: ord, updated: t}
 		g.nodes[id] = n
 	}
 	return n
@@ -523,8 +594,8 @@ func (g *Graph) node(id string, t time.Time) *nodeState {
 // labels become aliases; the default type "concept" is upgraded by the first
 // explicit type, but an explicit type is never changed, so the result does
 // not depend on which file mentions an entity last.
-func (g *Graph) declare(d decl, t time.Time) {
-	n := g.node(d.id, t)
+func (g *Graph) declare(d decl, t time.Time, ord uint32) {
+	n := g.node(d.id, t, ord)
 	switch {
 	case !n.labelSet:
 		n.label, n.labelSet = d.label, true
@@ -580,7 +651,7 @@ func (g *Graph) diffFacts(src string, old, nf []fact, c Commit, t time.Time) {
 
 // current is the open interval of es as an Edge.
 func (es *edgeState) current(k edgeKey, strs *interner) Edge {
-	return Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, Evidence: sortedEvidence(strs, es.live, es.gone)}
+	return Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, FromOrd: es.fromOrd, Evidence: sortedEvidence(strs, es.live, es.gone)}
 }
 
 // leave records that source src no longer supports the edge; its evidence
@@ -624,11 +695,15 @@ func lessKey(a, b edgeKey) bool {
 }
 
 // visible reports whether e holds at t (zero t: now, i.e. still open).
-func visible(e Edge, t time.Time) bool {
-	if t.IsZero() {
+func visible(e Edge, t time.Time) bool { return visibleAt(e, AtTime(t)) }
+
+// visibleAt reports whether e holds right after the commit at p (zero:
+// now, i.e. still open): it opened at or before p and did not close by p.
+func visibleAt(e Edge, p Point) bool {
+	if p.IsNow() {
 		return e.ValidTo.IsZero()
 	}
-	return !e.ValidFrom.After(t) && (e.ValidTo.IsZero() || e.ValidTo.After(t))
+	return p.reached(e.ValidFrom, e.FromOrd) && (e.ValidTo.IsZero() || !p.reached(e.ValidTo, e.ToOrd))
 }
 
 // allEdges returns every interval, sorted.
@@ -650,7 +725,10 @@ func sortEdges(es []Edge) {
 		if ka, kb := (edgeKey{a.From, a.To, a.Relation}), (edgeKey{b.From, b.To, b.Relation}); ka != kb {
 			return lessKey(ka, kb)
 		}
-		return a.ValidFrom.Before(b.ValidFrom)
+		if !a.ValidFrom.Equal(b.ValidFrom) {
+			return a.ValidFrom.Before(b.ValidFrom)
+		}
+		return a.FromOrd < b.FromOrd
 	})
 }
 
@@ -667,9 +745,9 @@ func (n *nodeState) export() Node {
 	return out
 }
 
-// existsAt reports whether n was first seen at or before t (zero: now).
-func (n *nodeState) existsAt(t time.Time) bool {
-	return t.IsZero() || !n.firstSeen.After(t)
+// existsAt reports whether n was first seen at or before p (zero: now).
+func (n *nodeState) existsAt(p Point) bool {
+	return p.IsNow() || p.reached(n.firstSeen, n.firstOrd)
 }
 
 // Node returns the entity id (any label spelling is accepted: it goes
@@ -677,6 +755,11 @@ func (n *nodeState) existsAt(t time.Time) bool {
 // now). ok is false if the node does not exist at at. The node's fields
 // are its latest state; only edges and existence are temporal.
 func (g *Graph) Node(id string, at time.Time) (Node, []Edge, bool) {
+	return g.NodeAt(id, AtTime(at))
+}
+
+// NodeAt is Node as of a point in commit order (zero: now).
+func (g *Graph) NodeAt(id string, at Point) (Node, []Edge, bool) {
 	n := g.nodes[Slug(id)]
 	if n == nil || !n.existsAt(at) {
 		return Node{}, nil, false
@@ -689,9 +772,13 @@ func (g *Graph) Node(id string, at time.Time) (Node, []Edge, bool) {
 // Nodes returns the nodes matching f, sorted by id.
 func (g *Graph) Nodes(f NodeFilter) []Node {
 	q := Slug(f.Query)
+	at := f.Point
+	if at.IsNow() {
+		at = AtTime(f.At)
+	}
 	var out []Node
 	for _, n := range g.nodes {
-		if f.Type != "" && n.typ != f.Type || !n.existsAt(f.At) {
+		if f.Type != "" && n.typ != f.Type || !n.existsAt(at) {
 			continue
 		}
 		if q != "" && !n.matches(q) {
@@ -726,6 +813,11 @@ const MaxDepth = 3
 // nodes reached (without id itself) sorted by id and the edges walked,
 // sorted.
 func (g *Graph) Neighbors(id string, depth int, relations []string, at time.Time) ([]Node, []Edge) {
+	return g.NeighborsAt(id, depth, relations, AtTime(at))
+}
+
+// NeighborsAt is Neighbors as of a point in commit order (zero: now).
+func (g *Graph) NeighborsAt(id string, depth int, relations []string, at Point) ([]Node, []Edge) {
 	start := Slug(id)
 	if n := g.nodes[start]; n == nil || !n.existsAt(at) {
 		return nil, nil
@@ -739,6 +831,7 @@ func (g *Graph) Neighbors(id string, depth int, relations []string, at time.Time
 	type ekey struct {
 		k    edgeKey
 		from time.Time
+		ord  uint32
 	}
 	walked := map[ekey]bool{}
 	var edges []Edge
@@ -747,7 +840,7 @@ func (g *Graph) Neighbors(id string, depth int, relations []string, at time.Time
 		var next []string
 		for _, cur := range frontier {
 			for _, e := range g.edgesOf(cur, at, allow) {
-				if k := (ekey{edgeKey{e.From, e.To, e.Relation}, e.ValidFrom}); !walked[k] {
+				if k := (ekey{edgeKey{e.From, e.To, e.Relation}, e.ValidFrom, e.FromOrd}); !walked[k] {
 					walked[k] = true
 					edges = append(edges, e)
 				}
@@ -792,13 +885,21 @@ func (g *Graph) Dump() string {
 		}
 		return t.UTC().Format(time.RFC3339Nano)
 	}
+	// pos is a commit's position: its time, and its place in its second
+	// when commits before it share that second.
+	pos := func(t time.Time, ord uint32) string {
+		if ord == 0 {
+			return ts(t)
+		}
+		return fmt.Sprintf("%s#%d", ts(t), ord)
+	}
 	for _, n := range g.Nodes(NodeFilter{}) {
 		ns := g.nodes[n.ID]
 		fmt.Fprintf(&b, "node %s type=%s label=%q aliases=%q refs=%q first=%s updated=%s\n",
-			n.ID, n.Type, n.Label, n.Aliases, n.Refs, ts(ns.firstSeen), ts(n.LastUpdated))
+			n.ID, n.Type, n.Label, n.Aliases, n.Refs, pos(ns.firstSeen, ns.firstOrd), ts(n.LastUpdated))
 	}
 	for _, e := range g.allEdges() {
-		fmt.Fprintf(&b, "edge %s -%s-> %s [%s, %s)", e.From, e.Relation, e.To, ts(e.ValidFrom), ts(e.ValidTo))
+		fmt.Fprintf(&b, "edge %s -%s-> %s [%s, %s)", e.From, e.Relation, e.To, pos(e.ValidFrom, e.FromOrd), pos(e.ValidTo, e.ToOrd))
 		for _, ev := range e.Evidence {
 			fmt.Fprintf(&b, " %s@%s:%d", ev.File, ev.Commit, ev.Line)
 		}

@@ -20,6 +20,10 @@ type (
 	snapHeader struct {
 		Version                        int
 		Nodes, Edges, Files, Histories int
+		// The last commit applied and its place in its second.
+		LastTime time.Time
+		LastSha  string
+		Ord      uint32
 	}
 	snapChunk struct {
 		Nodes   []snapNode
@@ -32,12 +36,14 @@ type (
 		LabelSet           bool
 		Aliases, Refs      []string
 		FirstSeen, Updated time.Time
+		FirstOrd           uint32
 	}
 	snapEdge struct {
 		From, To, Rel string
 		Closed        []Edge
 		Open          bool
 		Since         time.Time
+		SinceOrd      uint32
 		Live, Gone    map[string]Evidence
 	}
 	snapFileEdge struct {
@@ -62,8 +68,9 @@ type (
 )
 
 // snapshotVersion 2: streamed chunks, an edge's departed sources (Gone)
-// instead of its whole interval's.
-const snapshotVersion = 2
+// instead of its whole interval's. 3: positions in commit order (Point.Ord)
+// beside the times; a version 2 snapshot lacks them, so it is rebuilt.
+const snapshotVersion = 3
 
 // snapChunkSize bounds the items per chunk, and so what encoding and
 // decoding hold beyond the graph itself.
@@ -112,7 +119,8 @@ func (g *Graph) evidenceIDs(m map[string]Evidence) map[uint32]evidence {
 
 // EncodeSnapshot writes the graph's whole state to enc.
 func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
-	h := snapHeader{Version: snapshotVersion, Nodes: len(g.nodes), Edges: len(g.edges), Files: len(g.files), Histories: len(g.history)}
+	h := snapHeader{Version: snapshotVersion, Nodes: len(g.nodes), Edges: len(g.edges), Files: len(g.files), Histories: len(g.history),
+		LastTime: g.lastTime, LastSha: g.lastSha, Ord: g.ord}
 	if err := enc.Encode(h); err != nil {
 		return err
 	}
@@ -127,14 +135,14 @@ func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
 	}
 	for _, n := range g.nodes {
 		c.Nodes = append(c.Nodes, snapNode{ID: n.id, Typ: n.typ, Label: n.label, LabelSet: n.labelSet,
-			Aliases: keys(n.aliases), Refs: keys(n.refs), FirstSeen: n.firstSeen, Updated: n.updated})
+			Aliases: keys(n.aliases), Refs: keys(n.refs), FirstSeen: n.firstSeen, Updated: n.updated, FirstOrd: n.firstOrd})
 		if err := flush(false); err != nil {
 			return err
 		}
 	}
 	for k, e := range g.edges {
 		c.Edges = append(c.Edges, snapEdge{From: k.from, To: k.to, Rel: k.rel, Closed: e.closed, Open: e.open,
-			Since: e.from, Live: g.evidenceMap(e.live), Gone: g.evidenceMap(e.gone)})
+			Since: e.from, SinceOrd: e.fromOrd, Live: g.evidenceMap(e.live), Gone: g.evidenceMap(e.gone)})
 		if err := flush(false); err != nil {
 			return err
 		}
@@ -171,6 +179,7 @@ func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 		return nil, fmt.Errorf("entitygraph: snapshot version %d, want %d", h.Version, snapshotVersion)
 	}
 	g := New()
+	g.lastTime, g.lastSha, g.ord = h.LastTime, h.LastSha, h.Ord
 	var nodes, edges, files, histories int
 	for nodes < h.Nodes || edges < h.Edges || files < h.Files || histories < h.Histories {
 		var c snapChunk
@@ -182,7 +191,7 @@ func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 		}
 		for _, n := range c.Nodes {
 			g.nodes[n.ID] = &nodeState{id: n.ID, typ: n.Typ, label: n.Label, labelSet: n.LabelSet,
-				aliases: set(n.Aliases), refs: set(n.Refs), firstSeen: n.FirstSeen, updated: n.Updated}
+				aliases: set(n.Aliases), refs: set(n.Refs), firstSeen: n.FirstSeen, firstOrd: n.FirstOrd, updated: n.Updated}
 		}
 		for _, e := range c.Edges {
 			live := g.evidenceIDs(e.Live)
@@ -190,7 +199,7 @@ func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 				live = map[uint32]evidence{}
 			}
 			k := edgeKey{g.id(e.From), g.id(e.To), e.Rel}
-			g.edges[k] = &edgeState{closed: e.Closed, open: e.Open, from: e.Since, live: live, gone: g.evidenceIDs(e.Gone)}
+			g.edges[k] = &edgeState{closed: e.Closed, open: e.Open, from: e.Since, fromOrd: e.SinceOrd, live: live, gone: g.evidenceIDs(e.Gone)}
 			g.indexEdge(k)
 		}
 		for _, f := range c.Files {

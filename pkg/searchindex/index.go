@@ -158,8 +158,26 @@ func Open(base string) (*Index, error) {
 	return ix, nil
 }
 
+// OpenMemory returns an index held in memory only, with the same
+// analyzer, chunk documents and scoring as one on disk: for a transient
+// index (a search of one agent's files as of a past commit). It has no
+// generations: Rebuild and snapshots are for indexes on disk.
+func OpenMemory() (*Index, error) {
+	ix := &Index{analyzer: textanalysis.NewAnalyzer()}
+	g, err := ix.openGeneration("")
+	if err != nil {
+		return nil, err
+	}
+	ix.cur = g
+	return ix, nil
+}
+
+// config is the bluge configuration of a generation in dir ("" = in memory).
 func (ix *Index) config(dir string) bluge.Config {
 	cfg := bluge.DefaultConfig(dir)
+	if dir == "" {
+		cfg = bluge.InMemoryOnlyConfig()
+	}
 	cfg.DefaultSimilarity = bm25{k1: BM25K1, b: BM25B}
 	return cfg
 }

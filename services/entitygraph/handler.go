@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
@@ -16,6 +18,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/entitygraph"
 	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/restjson"
 )
 
@@ -75,26 +78,46 @@ func (v viewer) sees(file string) bool {
 	return false
 }
 
-// at turns a commit sha or RFC 3339 time into a time (zero = now).
-func (h *handler) at(ctx context.Context, at string) (time.Time, error) {
+// at turns a commit sha (or other commit-ish) or an RFC 3339 time into a
+// point in commit order (zero = now). A commit is exact: the state right
+// after it, even when commits before or after it share its second (git
+// times have one-second precision), so its point also counts the commits
+// of the same second before it on main's first-parent line — the order the
+// graph applies them in. A time is the newest commit at or before it.
+func (h *handler) at(ctx context.Context, at string) (entitygraph.Point, error) {
 	if at == "" {
-		return time.Time{}, nil
+		return entitygraph.Point{}, nil
 	}
 	if t, err := time.Parse(time.RFC3339, at); err == nil {
-		return t, nil
+		return entitygraph.AtTime(t), nil
 	}
 	repo, err := h.svc.repo.Get()
 	if err != nil {
-		return time.Time{}, apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is unavailable", 5*time.Second)
+		return entitygraph.Point{}, apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is unavailable", 5*time.Second)
 	}
 	hash, err := repo.ResolveRevision(ctx, at)
 	if err == nil {
-		c, cerr := repo.CommitInfo(ctx, hash)
-		if cerr == nil {
-			return c.Committer.When, nil
+		var when time.Time
+		var ord uint32
+		err = repo.Walk(ctx, hash, func(c *object.Commit) error {
+			switch {
+			case c.Hash == hash:
+				when = c.Committer.When
+			case c.Committer.When.Equal(when):
+				ord++
+			default:
+				return memrepo.ErrStopWalk
+			}
+			return nil
+		})
+		if err == nil {
+			return entitygraph.AtCommit(when.UTC(), ord), nil
+		}
+		if ctx.Err() != nil {
+			return entitygraph.Point{}, status.FromContextError(ctx.Err()).Err()
 		}
 	}
-	return time.Time{}, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
+	return entitygraph.Point{}, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
 		fmt.Sprintf("at %q is neither an RFC 3339 time nor a commit of main", at), map[string]string{"at": at})
 }
 
@@ -182,7 +205,7 @@ func (h *handler) GetEntity(ctx context.Context, req *memoryv1.GetEntityRequest)
 		return nil, err
 	}
 	h.svc.mu.RLock()
-	n, edges, ok := h.svc.graph.Node(entitygraph.Slug(req.GetEntityId()), at)
+	n, edges, ok := h.svc.graph.NodeAt(entitygraph.Slug(req.GetEntityId()), at)
 	h.svc.mu.RUnlock()
 	e := v.node(n)
 	if !ok || (v.agents != nil && len(e.Refs) == 0) {
@@ -223,7 +246,7 @@ func (h *handler) ListEntities(ctx context.Context, req *memoryv1.ListEntitiesRe
 	if err != nil {
 		return nil, err
 	}
-	filter := entitygraph.NodeFilter{Query: req.GetQuery(), At: at}
+	filter := entitygraph.NodeFilter{Query: req.GetQuery(), Point: at}
 	if t := req.GetType(); t != memoryv1.EntityType_ENTITY_TYPE_UNSPECIFIED {
 		filter.Type = restjson.EnumName(t)
 	}
@@ -279,8 +302,8 @@ func (h *handler) GetNeighbors(ctx context.Context, req *memoryv1.GetNeighborsRe
 	}
 	id := entitygraph.Slug(req.GetEntityId())
 	h.svc.mu.RLock()
-	start, _, ok := h.svc.graph.Node(id, at)
-	nodes, edges := h.svc.graph.Neighbors(id, int(req.GetDepth()), rels, at)
+	start, _, ok := h.svc.graph.NodeAt(id, at)
+	nodes, edges := h.svc.graph.NeighborsAt(id, int(req.GetDepth()), rels, at)
 	h.svc.mu.RUnlock()
 	if !ok || !v.visible(start) {
 		return nil, notFound(req.GetEntityId())

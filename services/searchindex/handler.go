@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -89,18 +91,64 @@ func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*mem
 		q.AgentID = agents[0]
 	}
 
-	res, err := h.svc.index.Search(ctx, q)
+	var (
+		res      *searchindex.Result
+		pastRepo *memrepo.Repo
+		past     plumbing.Hash
+	)
+	if at := req.GetAt(); at != "" {
+		// As of a commit: exact, the state right after it in commit order.
+		if len(at) > 256 {
+			return nil, invalid("at", "at must be a commit sha or an RFC 3339 time")
+		}
+		repo, err := h.svc.openRepo()
+		if err != nil {
+			return nil, apierr.New(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is not available yet", nil)
+		}
+		commit, err := resolveAt(ctx, repo, at)
+		if e := atError(at, err); e != nil {
+			return nil, e
+		}
+		if err != nil {
+			h.svc.logger.Warn("search at: cannot resolve", "at", at, "err", err)
+			return nil, apierr.New(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "cannot read main", nil)
+		}
+		if commit.String() != h.svc.index.State().LastCommit {
+			// The index holds only its head: search that commit's files.
+			if q.AgentID == "" {
+				return nil, invalid("agent_id", "agent_id is required with at (a past commit is searched one agent at a time)")
+			}
+			pastRepo, past = repo, commit
+		}
+	}
+	if pastRepo != nil {
+		start := time.Now()
+		res, err = h.searchAt(ctx, pastRepo, past, q)
+		if e := atError(req.GetAt(), err); e != nil {
+			return nil, e
+		}
+		if res != nil {
+			res.Took = time.Since(start)
+		}
+	} else {
+		res, err = h.svc.index.Search(ctx, q)
+	}
 	if errors.Is(err, searchindex.ErrEmptyQuery) {
 		return nil, invalid("q", "q has no searchable words")
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
 		h.svc.logger.Error("search failed", "err", err)
 		return nil, apierr.New(codes.Internal, memoryv1.ErrorReason_ERROR_REASON_UNSPECIFIED, "search failed", nil)
 	}
 	resp := &memoryv1.SearchResponse{TotalHits: int32(res.TotalHits), Took: durationpb.New(res.Took), IndexCommit: res.State.LastCommit}
-	if repo, err := h.svc.openRepo(); err == nil {
-		if head, err := repo.Head(ctx); err == nil {
-			resp.Stale = head.String() != res.State.LastCommit
+	if pastRepo == nil {
+		if repo, err := h.svc.openRepo(); err == nil {
+			if head, err := repo.Head(ctx); err == nil {
+				resp.Stale = head.String() != res.State.LastCommit
+			}
 		}
 	}
 	for _, hit := range res.Hits {

@@ -41,7 +41,11 @@ type SearchRequest struct {
 	// Leave every result's excerpt empty: for callers that load the chunk's
 	// lines themselves from span and commit (context assembly): marking an
 	// excerpt analyses the chunk's words again.
-	OmitExcerpts  bool `protobuf:"varint,7,opt,name=omit_excerpts,json=omitExcerpts,proto3" json:"omit_excerpts,omitempty"`
+	OmitExcerpts bool `protobuf:"varint,7,opt,name=omit_excerpts,json=omitExcerpts,proto3" json:"omit_excerpts,omitempty"`
+	// Search memory as it was right after a commit (sha or commit-ish) or at an
+	// RFC 3339 time (the newest commit at or before it); empty = the index's
+	// head. Requires agent_id unless it names the index's head. REST: `?at=`.
+	At            string `protobuf:"bytes,8,opt,name=at,proto3" json:"at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -123,6 +127,13 @@ func (x *SearchRequest) GetOmitExcerpts() bool {
 		return x.OmitExcerpts
 	}
 	return false
+}
+
+func (x *SearchRequest) GetAt() string {
+	if x != nil {
+		return x.At
+	}
+	return ""
 }
 
 type SearchResult struct {
@@ -545,7 +556,7 @@ var File_gardenbloom_memory_v1_search_index_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"\n" +
-	"(gardenbloom/memory/v1/search_index.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc3\x01\n" +
+	"(gardenbloom/memory/v1/search_index.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x01\n" +
 	"\rSearchRequest\x12\x10\n" +
 	"\x05query\x18\x01 \x01(\tR\x01q\x12\x13\n" +
 	"\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x19\n" +
@@ -554,7 +565,8 @@ const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"\x05kinds\x18\x05 \x03(\tR\x05kinds\x12\x1f\n" +
 	"\vpath_prefix\x18\x06 \x01(\tR\n" +
 	"pathPrefix\x12#\n" +
-	"\romit_excerpts\x18\a \x01(\bR\fomitExcerpts\"\xe0\x01\n" +
+	"\romit_excerpts\x18\a \x01(\bR\fomitExcerpts\x12\x0e\n" +
+	"\x02at\x18\b \x01(\tR\x02at\"\xe0\x01\n" +
 	"\fSearchResult\x12\x14\n" +
 	"\x05score\x18\x01 \x01(\x01R\x05score\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12\x18\n" +
