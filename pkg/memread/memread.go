@@ -79,6 +79,9 @@ type Request struct {
 	// basic and wide load those of files they do not load whole, right
 	// after snapshot.md, whatever Include and Exclude say.
 	AlwaysLoad []Block
+	// Header names a returned file as the caller shows it (its cost counts
+	// against the budget); nil = Header.
+	Header func(rel string) string
 }
 
 // Block is the text of a file's ALWAYS_LOAD blocks.
@@ -116,8 +119,9 @@ func AlwaysLoadBlocks(md string) []string {
 	}
 }
 
-// CollectAlwaysLoad reads every Markdown file of the agent and returns the
-// ALWAYS_LOAD blocks of each, in file order.
+// CollectAlwaysLoad reads the agent's Layer 1 files and returns the
+// ALWAYS_LOAD blocks of each, in file order. Blocks in Layer 2 files are not
+// collected: Layer 2 is loaded only on explicit request (spec DiffMem §11.2).
 func CollectAlwaysLoad(src Source) ([]Block, error) {
 	files, err := src.List("")
 	if err != nil {
@@ -126,7 +130,7 @@ func CollectAlwaysLoad(src Source) ([]Block, error) {
 	slices.Sort(files)
 	var out []Block
 	for _, rel := range files {
-		if !strings.HasSuffix(rel, ".md") {
+		if !strings.HasSuffix(rel, ".md") || !layer1(rel) {
 			continue
 		}
 		content, ok, err := src.Read(rel)
@@ -208,11 +212,41 @@ func excluded(rel string, exclude []string) bool {
 }
 
 // Read loads the request's files within its budget.
+//
+// What counts against the budget — "everything" a read returns to an agent —
+// is, each string counted on its own with src.Count and summed:
+//
+//   - req.Reserved (the meta block, returned beside the files);
+//   - for every returned file, ALWAYS_LOAD blocks ("always_load/<file>") and
+//     Extra files included: Count(req.Header(rel)) + Count(content), Header
+//     when req.Header is nil;
+//   - every warning.
+//
+// Result.Tokens is exactly that sum and never exceeds Result.Budget, the
+// smaller of req.MaxTokens and the mode's maximum. A file that does not fit
+// is cut at a section boundary (else at a line boundary) or left out, and a
+// warning says which. The smallest answer is the reserved part plus the
+// first planned file cut to its first line, with the warnings saying so; a
+// budget below that is refused with a *BudgetTooSmallError naming it, never
+// answered with less.
 func Read(src Source, req Request) (*Result, error) {
 	budget := Max(req.Mode)
 	if req.MaxTokens > 0 && req.MaxTokens < budget {
 		budget = req.MaxTokens
 	}
+	items, err := planned(src, req)
+	if err != nil {
+		return nil, err
+	}
+	header := req.Header
+	if header == nil {
+		header = Header
+	}
+	return fit(items, budget, req.Reserved, func(rel string) int { return src.Count(header(rel)) }, src.Count)
+}
+
+// planned lists, in load order, every file the request may return.
+func planned(src Source, req Request) ([]File, error) {
 	files, err := plan(src, req)
 	if err != nil {
 		return nil, err
@@ -226,23 +260,7 @@ func Read(src Source, req Request) (*Result, error) {
 		}
 		files = kept
 	}
-	res := &Result{Budget: budget, Tokens: req.Reserved}
-	add := func(f File) {
-		left := budget - res.Tokens
-		if f.Tokens > left {
-			cut := fitSections(f.Content, left, src.Count)
-			if cut == "" {
-				res.Truncated = true
-				res.Warnings = append(res.Warnings, fmt.Sprintf("%s left out: %d tokens do not fit the %d left of the budget", f.Rel, f.Tokens, left))
-				return
-			}
-			res.Truncated = true
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s cut at a section boundary to fit the budget", f.Rel))
-			f.Content, f.Tokens, f.Truncated = cut, src.Count(cut), true
-		}
-		res.Files = append(res.Files, f)
-		res.Tokens += f.Tokens
-	}
+	var out []File
 	blocksAdded := false
 	for _, rel := range files {
 		if excluded(rel, req.Exclude) {
@@ -265,40 +283,167 @@ func Read(src Source, req Request) (*Result, error) {
 				continue
 			}
 		}
-		add(File{Rel: rel, Content: content, Tokens: src.Count(content), Layer: layer})
+		out = append(out, File{Rel: rel, Content: content, Layer: layer})
 		if rel == memlayout.SnapshotFile {
-			addAlwaysLoad(req, add, src.Count)
+			out = append(out, alwaysLoad(req)...)
 			blocksAdded = true
 		}
 	}
 	if !blocksAdded {
-		addAlwaysLoad(req, add, src.Count)
+		out = append(out, alwaysLoad(req)...)
 	}
 	for _, f := range req.Extra {
 		if !excluded(f.Rel, req.Exclude) {
-			f.Tokens = src.Count(f.Content)
-			add(f)
+			out = append(out, f)
 		}
 	}
-	return res, nil
+	return out, nil
 }
 
-// addAlwaysLoad adds the blocks basic and wide owe the reader.
-func addAlwaysLoad(req Request, add func(File), count func(string) int) {
-	whole := loadedWhole(req.Mode)
-	if whole == nil {
-		return
+// BudgetTooSmallError refuses a budget that cannot hold even the smallest
+// answer; Min is the smallest budget that works.
+type BudgetTooSmallError struct{ Budget, Min int }
+
+func (e *BudgetTooSmallError) Error() string {
+	return fmt.Sprintf("a budget of %d tokens cannot hold this read; the smallest budget that works is %d tokens", e.Budget, e.Min)
+}
+
+// Header is the text that names a file beside its content in a response
+// (FileContent.file, the key of ReadMemoryResponse.content): its path
+// relative to the agent folder. It counts against the budget.
+func Header(rel string) string { return rel }
+
+// selection is one choice of what to return.
+type selection struct {
+	files         []File
+	content       int // tokens of headers and contents
+	truncated     bool
+	warnings      []string
+	warningTokens int
+	firstLoaded   bool
+}
+
+// warn says what was cut and left out. The words do not depend on the
+// budget, so the smallest answer's cost does not either.
+func (s *selection) warn(cut, out []string, count func(string) int) {
+	if len(cut) > 0 {
+		s.warnings = append(s.warnings, "cut at a section boundary to fit the token budget: "+strings.Join(cut, ", "))
 	}
-	for _, b := range req.AlwaysLoad {
-		if slices.Contains(whole, b.Rel) {
+	if len(out) > 0 {
+		s.warnings = append(s.warnings, "left out to fit the token budget: "+strings.Join(out, ", "))
+	}
+	for _, w := range s.warnings {
+		s.warningTokens += count(w)
+	}
+	s.truncated = len(cut)+len(out) > 0
+}
+
+// choose loads items in order within room tokens (headers and contents).
+func choose(items []File, room int, headerCost, count func(string) int) *selection {
+	s := &selection{}
+	var cut, out []string
+	for i, f := range items {
+		h, full := headerCost(f.Rel), count(f.Content)
+		left := room - s.content
+		if h+full <= left {
+			f.Tokens, f.Truncated = full, false
+			s.files = append(s.files, f)
+			s.content += h + full
+			s.firstLoaded = s.firstLoaded || i == 0
 			continue
 		}
-		layer := 2
-		if f, err := memlayout.Resolve("x", b.Rel); err == nil {
-			layer = f.Layer
+		part := ""
+		if left > h {
+			part = fitSections(f.Content, left-h, count)
 		}
-		add(File{Rel: AlwaysLoadPrefix + b.Rel, Content: b.Content, Tokens: count(b.Content), Layer: layer})
+		if part == "" {
+			out = append(out, fmt.Sprintf("%s (%d tokens)", f.Rel, full))
+			continue
+		}
+		f.Content, f.Tokens, f.Truncated = part, count(part), true
+		s.files = append(s.files, f)
+		s.content += h + f.Tokens
+		s.firstLoaded = s.firstLoaded || i == 0
+		cut = append(cut, f.Rel)
 	}
+	s.warn(cut, out, count)
+	return s
+}
+
+// smallest is the smallest answer: the first item cut to its first line.
+func smallest(items []File, headerCost, count func(string) int) *selection {
+	s := &selection{firstLoaded: true}
+	if len(items) == 0 {
+		return s
+	}
+	var cut, out []string
+	first := items[0]
+	line, _, more := strings.Cut(first.Content, "\n")
+	if more {
+		line += "\n"
+	}
+	first.Tokens = count(line)
+	if line != first.Content {
+		first.Content, first.Truncated = line, true
+		cut = append(cut, first.Rel)
+	}
+	s.files = []File{first}
+	s.content = headerCost(first.Rel) + first.Tokens
+	for _, f := range items[1:] {
+		out = append(out, fmt.Sprintf("%s (%d tokens)", f.Rel, count(f.Content)))
+	}
+	s.warn(cut, out, count)
+	return s
+}
+
+// fit picks what to return so that reserved, headers, contents and warnings
+// together stay within budget. Warnings cost tokens too and depend on what
+// is cut, so the room left for files shrinks until the warnings fit in what
+// it leaves.
+func fit(items []File, budget, reserved int, headerCost, count func(string) int) (*Result, error) {
+	min := smallest(items, headerCost, count)
+	if need := reserved + min.content + min.warningTokens; budget < need {
+		return nil, &BudgetTooSmallError{Budget: budget, Min: need}
+	}
+	pick := min
+	for w := 0; w <= budget-reserved; {
+		s := choose(items, budget-reserved-w, headerCost, count)
+		if s.warningTokens <= w && s.firstLoaded {
+			pick = s
+			break
+		}
+		if s.warningTokens <= w { // the first file did not fit: nothing smaller is worth more
+			break
+		}
+		w = s.warningTokens
+	}
+	return &Result{Files: pick.files, Tokens: reserved + pick.content + pick.warningTokens, Budget: budget,
+		Truncated: pick.truncated, Warnings: pick.warnings}, nil
+}
+
+// alwaysLoad lists the blocks basic and wide owe the reader: those of
+// Layer 1 files the mode does not load whole. A block in a Layer 2 file
+// (decisions.md, changelog.md, timeline/, runs/) is never loaded this way:
+// Layer 2 is read only on explicit request (spec DiffMem §11.2, §11.4).
+func alwaysLoad(req Request) []File {
+	whole := loadedWhole(req.Mode)
+	if whole == nil {
+		return nil
+	}
+	var out []File
+	for _, b := range req.AlwaysLoad {
+		if slices.Contains(whole, b.Rel) || !layer1(b.Rel) {
+			continue
+		}
+		out = append(out, File{Rel: AlwaysLoadPrefix + b.Rel, Content: b.Content, Layer: 1})
+	}
+	return out
+}
+
+// layer1 reports whether rel is a Layer 1 file.
+func layer1(rel string) bool {
+	f, err := memlayout.Resolve("x", rel)
+	return err == nil && f.Layer == 1
 }
 
 // lastDecisions renders the newest n decisions (spec §11.4: never the whole

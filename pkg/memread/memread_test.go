@@ -93,26 +93,34 @@ func TestBudgetCutsAtSectionsAndNeverOverflows(t *testing.T) {
 	require.NoError(t, err)
 	for budget := 1; budget <= full.Tokens+2; budget++ {
 		r, err := Read(src, Request{Mode: Wide, MaxTokens: budget, Reserved: 1})
-		require.NoError(t, err)
+		if err != nil {
+			var small *BudgetTooSmallError
+			require.ErrorAs(t, err, &small)
+			require.Greater(t, small.Min, budget)
+			continue
+		}
 		require.LessOrEqual(t, r.Tokens, budget, "budget %d", budget)
 		sum := 1
 		for _, f := range r.Files {
-			sum += f.Tokens
+			sum += words(Header(f.Rel)) + f.Tokens
 			if f.Truncated {
 				require.True(t, r.Truncated)
 			}
+			if f.Truncated {
+				require.True(t, strings.HasPrefix(agentFiles[f.Rel], f.Content) || f.Rel == "decisions.md", "budget %d: %s is cut, not changed", budget, f.Rel)
+				require.True(t, strings.HasSuffix(f.Content, "\n"), "budget %d: %s is cut at a line boundary", budget, f.Rel)
+			}
 		}
-		require.Equal(t, sum, r.Tokens)
+		for _, w := range r.Warnings {
+			sum += words(w)
+		}
+		require.Equal(t, sum, r.Tokens, "budget %d: headers and warnings count", budget)
 		if budget < full.Tokens+1 {
 			require.True(t, r.Truncated, "budget %d", budget)
 			require.NotEmpty(t, r.Warnings)
 		}
 	}
-	// A cut keeps whole sections when one fits.
-	r, err := Read(src, Request{Mode: Wide, MaxTokens: words(agentFiles["snapshot.md"]) + words(agentFiles["open_loops.md"]) + 8})
-	require.NoError(t, err)
-	require.Equal(t, "# Facts: a\n\n## Domain\n- fact one\n\n", r.Files[2].Content)
-	require.True(t, r.Files[2].Truncated)
+	require.Equal(t, "# Facts: a\n\n## Domain\n- fact one\n\n", fitSections(agentFiles["facts.md"], 8, words), "a cut keeps whole sections when one fits")
 }
 
 func TestIncludeExcludeAndDeterminism(t *testing.T) {
@@ -135,23 +143,28 @@ func TestAlwaysLoadBlocksJoinBasicAndWide(t *testing.T) {
 	files["decisions.md"] += "<!-- ALWAYS_LOAD -->\nNever deploy on Fridays.\n<!-- /ALWAYS_LOAD -->\n"
 	files["runs/run_1.md"] = "# Run 1\n\n<!-- ALWAYS_LOAD -->\nThe staging key rotates monthly.\n<!-- /ALWAYS_LOAD -->\nnoise\n<!-- ALWAYS_LOAD -->\nopen to the end"
 	files["facts.md"] += "<!-- ALWAYS_LOAD -->\n- pinned fact\n<!-- /ALWAYS_LOAD -->\n"
+	require.Equal(t, []string{"The staging key rotates monthly.\n", "open to the end\n"}, AlwaysLoadBlocks(files["runs/run_1.md"]))
 	src := source(files)
 	blocks, err := CollectAlwaysLoad(src)
 	require.NoError(t, err)
-	require.Len(t, blocks, 3)
+	require.Equal(t, []Block{{Rel: "facts.md", Content: "- pinned fact\n"}}, blocks, "Layer 2 blocks are never collected")
 
 	basic, err := Read(src, Request{Mode: Basic, AlwaysLoad: blocks})
 	require.NoError(t, err)
-	require.Equal(t, []string{"snapshot.md", "always_load/decisions.md", "always_load/facts.md", "always_load/runs/run_1.md", "open_loops.md"}, rels(basic))
-	require.Equal(t, "The staging key rotates monthly.\n\nopen to the end\n", basic.Files[3].Content)
+	require.Equal(t, []string{"snapshot.md", "always_load/facts.md", "open_loops.md"}, rels(basic))
 
-	// Wide loads facts.md whole, so its block is not loaded twice; include
-	// lists and exclusions do not drop blocks.
-	wide, err := Read(src, Request{Mode: Wide, AlwaysLoad: blocks, Include: []string{"facts.md"}, Exclude: []string{"runs/"}})
+	// Layer 2 blocks handed in anyway are not loaded (spec DiffMem §11.4).
+	withL2 := append([]Block{{Rel: "decisions.md", Content: "Never deploy on Fridays.\n"}, {Rel: "runs/run_1.md", Content: "x\n"}}, blocks...)
+	basic, err = Read(src, Request{Mode: Basic, AlwaysLoad: withL2})
 	require.NoError(t, err)
-	require.Equal(t, []string{"facts.md", "always_load/decisions.md", "always_load/runs/run_1.md"}, rels(wide))
+	require.Equal(t, []string{"snapshot.md", "always_load/facts.md", "open_loops.md"}, rels(basic))
 
-	deep, err := Read(src, Request{Mode: Deep, AlwaysLoad: blocks})
+	// Wide loads facts.md whole, so its block is not loaded twice.
+	wide, err := Read(src, Request{Mode: Wide, AlwaysLoad: withL2, Include: []string{"facts.md"}, Exclude: []string{"runs/"}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"facts.md"}, rels(wide))
+
+	deep, err := Read(src, Request{Mode: Deep, AlwaysLoad: withL2})
 	require.NoError(t, err)
 	for _, f := range deep.Files {
 		require.False(t, strings.HasPrefix(f.Rel, AlwaysLoadPrefix), "deep loads the files themselves")

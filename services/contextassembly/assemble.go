@@ -66,21 +66,35 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	sha := files.commit.String()
 	resp := &memoryv1.AssembleContextResponse{AgentId: req.GetAgentId(), Commit: sha,
 		AssembledAt: timestamppb.New(commit.Committer.When), Budget: int32(budget), TokensByLayer: map[string]int32{}}
+	// A section costs its file name and content, a warning its text (see
+	// budget.go); Layer 1 is read within the budget, warnings included.
 	add := func(s *memoryv1.ContextSection, bucket string) bool {
-		if int(resp.TotalTokens)+int(s.Tokens) > budget {
+		n := int32(h.svc.count(s.File)) + s.Tokens
+		if int(resp.TotalTokens+n) > budget {
 			return false
 		}
 		resp.Sections = append(resp.Sections, s)
-		resp.TotalTokens += s.Tokens
-		resp.TokensByLayer[bucket] += s.Tokens
+		resp.TotalTokens += n
+		resp.TokensByLayer[bucket] += n
 		return true
+	}
+	warn := func(w string) {
+		n := int32(h.svc.count(w))
+		if int(resp.TotalTokens+n) > budget {
+			resp.Truncated = true // no room left to say more
+			return
+		}
+		resp.Warnings = append(resp.Warnings, w)
+		resp.TotalTokens += n
 	}
 
 	// 1. Layer 1, always first, cut at section boundaries if the budget is tiny.
+	dir := memlayout.AgentDir(req.GetAgentId())
 	read, err := h.readFolder(ctx, files, memread.Request{Mode: memread.Wide, MaxTokens: budget,
-		Include: []string{memlayout.SnapshotFile, memlayout.OpenLoopsFile, memlayout.FactsFile}}, false, nil)
+		Include: []string{memlayout.SnapshotFile, memlayout.OpenLoopsFile, memlayout.FactsFile},
+		Header:  func(rel string) string { return dir + strings.TrimPrefix(rel, memread.AlwaysLoadPrefix) }}, false, nil)
 	if err != nil {
-		return nil, err
+		return nil, budgetError("budget", err)
 	}
 	l1 := read.res
 	inLayer1 := map[string]bool{}
@@ -98,26 +112,32 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 		add(&memoryv1.ContextSection{Kind: "layer1", File: path, Commit: sha, Tokens: int32(f.Tokens), Content: f.Content, Layer: 1, Truncated: f.Truncated}, "layer1")
 	}
 	resp.Truncated = l1.Truncated
-	resp.Warnings = append(resp.Warnings, l1.Warnings...)
+	for _, w := range l1.Warnings {
+		warn(w)
+	}
 
 	// 2. Search hits for the hint, grouped by file.
 	hitsByFile := map[string][]*memoryv1.ContextSection{}
 	best := map[string]float64{}
 	if hint := strings.TrimSpace(req.GetQueryHint()); hint != "" {
 		if h.svc.deps.Search == nil {
-			resp.Warnings = append(resp.Warnings, "search is not configured: no hits for the query hint")
+			warn("search is not configured: no hits for the query hint")
 		} else {
-			res, err := h.svc.deps.Search.Search(ctx, &memoryv1.SearchRequest{Query: hint, TopK: int32(topK), AgentId: req.GetAgentId(),
-				OmitExcerpts: true}) // fillHit reads the lines
+			sreq := &memoryv1.SearchRequest{Query: hint, TopK: int32(topK), AgentId: req.GetAgentId(),
+				OmitExcerpts: true} // fillHit reads the lines
+			if req.GetAt() != "" {
+				sreq.At = sha // hits as of the very commit read, not the index's head
+			}
+			res, err := h.svc.deps.Search.Search(ctx, sreq)
 			switch {
 			case apierr.Info(err).GetReason() == apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT):
-				resp.Warnings = append(resp.Warnings, "query hint has no searchable words")
+				warn("query hint has no searchable words")
 			case err != nil:
 				h.svc.logger.Warn("search for context assembly failed", "err", err)
-				resp.Warnings = append(resp.Warnings, "search unavailable: no hits for the query hint")
+				warn("search unavailable: no hits for the query hint")
 			default:
 				if res.GetStale() {
-					resp.Warnings = append(resp.Warnings, "the search index is behind this commit; hits may miss the newest changes")
+					warn("the search index is behind this commit; hits may miss the newest changes")
 				}
 				for _, r := range res.GetResults() {
 					if inLayer1[r.GetFile()] {
@@ -138,7 +158,7 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 		srcs, err := h.sources(ctx, req.GetAgentId())
 		if err != nil {
 			h.svc.logger.Warn("object store unavailable for context assembly", "err", err)
-			resp.Warnings = append(resp.Warnings, "object store unavailable: sources left out")
+			warn("object store unavailable: sources left out")
 		}
 		for _, s := range srcs {
 			s.Score = best[s.File]
@@ -173,7 +193,7 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 				src, s.Commit = c.source.Content, c.source.Commit
 			}
 			if err := h.fillHit(ctx, files, s, src); err != nil {
-				resp.Warnings = append(resp.Warnings, fmt.Sprintf("%s: %v", s.File, err))
+				warn(fmt.Sprintf("%s: %v", s.File, err))
 				continue
 			}
 		}
@@ -190,7 +210,7 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 			continue
 		}
 		if s.Kind == "source" {
-			resp.Warnings = append(resp.Warnings, fmt.Sprintf("%s left out: over the budget", s.File))
+			warn(fmt.Sprintf("%s left out: over the budget", s.File))
 		}
 	}
 	return resp, nil

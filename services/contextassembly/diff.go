@@ -17,6 +17,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/memdiff"
 	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memread"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 )
 
@@ -182,7 +183,15 @@ func (h *handler) DiffMemory(ctx context.Context, req *memoryv1.DiffMemoryReques
 	if !d.from.IsZero() {
 		resp.From, resp.FromDate = d.from.String(), timestamppb.New(d.fromC.Committer.When)
 	}
-	budget := int(req.GetMaxTokens())
+	// Stats and the summary cover the whole range; each file's text is
+	// returned whole if it fits what the summary leaves of the budget (see
+	// budget.go for what counts), else left out and the answer truncated.
+	type piece struct {
+		rel, text string
+		changes   []*memoryv1.ItemChange
+		tokens    int
+	}
+	var pieces []piece
 	for _, c := range d.changes {
 		text, added, deleted := memdiff.Unified(c.rel, c.before, c.after, diffContext)
 		if text == "" {
@@ -191,27 +200,38 @@ func (h *handler) DiffMemory(ctx context.Context, req *memoryv1.DiffMemoryReques
 		resp.Stats.Files++
 		resp.Stats.Additions += int32(added)
 		resp.Stats.Deletions += int32(deleted)
-		piece := text
+		p := piece{rel: c.rel, text: text}
 		if format == memoryv1.DiffFormat_DIFF_FORMAT_FACTS {
-			var b strings.Builder
+			p.text = ""
 			for _, ic := range memdiff.Items(c.rel, orEmpty(c.before), orEmpty(c.after)) {
-				resp.Changes = append(resp.Changes, &memoryv1.ItemChange{Item: ic.Item, Change: changeKind(ic.Change), File: c.rel,
-					Section: ic.Section, Before: ic.Before, After: ic.After})
-				b.WriteString(ic.Before + ic.After)
+				ch := &memoryv1.ItemChange{Item: ic.Item, Change: changeKind(ic.Change), File: c.rel, Section: ic.Section, Before: ic.Before, After: ic.After}
+				p.changes = append(p.changes, ch)
+				for _, s := range []string{ch.Item, ch.File, ch.Section, ch.Before, ch.After} {
+					p.tokens += h.svc.count(s)
+				}
 			}
-			piece = b.String()
+		} else {
+			p.tokens = h.svc.count(memread.Header(c.rel)) + h.svc.count(text)
 		}
-		n := h.svc.count(piece)
-		if budget > 0 && int(resp.TokenCount)+n > budget {
+		pieces = append(pieces, p)
+	}
+	resp.Summary = memdiff.Summary(int(resp.Stats.Commits), int(resp.Stats.Files), int(resp.Stats.Additions), int(resp.Stats.Deletions))
+	budget := int(req.GetMaxTokens())
+	resp.TokenCount = int32(h.svc.count(resp.Summary))
+	if budget > 0 && int(resp.TokenCount) > budget {
+		return nil, tooSmall("maxTokens", budget, int(resp.TokenCount))
+	}
+	for _, p := range pieces {
+		if budget > 0 && int(resp.TokenCount)+p.tokens > budget {
 			resp.Truncated = true
 			continue // the summary still counts the file; its text is left out
 		}
-		resp.TokenCount += int32(n)
+		resp.TokenCount += int32(p.tokens)
+		resp.Changes = append(resp.Changes, p.changes...)
 		if format != memoryv1.DiffFormat_DIFF_FORMAT_FACTS {
-			resp.Diff[c.rel] = text
+			resp.Diff[p.rel] = p.text
 		}
 	}
-	resp.Summary = memdiff.Summary(int(resp.Stats.Commits), int(resp.Stats.Files), int(resp.Stats.Additions), int(resp.Stats.Deletions))
 	return resp, nil
 }
 

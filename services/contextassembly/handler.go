@@ -186,7 +186,7 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 		Today: commit.Committer.When.UTC().Format("2006-01-02"),
 	}, true, extra)
 	if err != nil {
-		return nil, err
+		return nil, budgetError("maxTokens", err)
 	}
 	res, meta := read.res, read.meta
 	diffs := map[string]string{}
@@ -306,9 +306,18 @@ func (h *handler) GetLayer2(ctx context.Context, req *memoryv1.GetLayer2Request)
 		return nil, err
 	}
 	resp := &memoryv1.GetLayer2Response{AgentId: req.GetAgentId(), Commit: files.commit.String()}
+	// Each piece is taken whole if it fits what is left of the budget, else
+	// left out (truncated); what is counted is listed in budget.go.
 	budget := int(req.GetMaxTokens())
-	spend := func(text string) bool {
-		n := h.svc.count(text)
+	smallest := 0 // the cheapest piece asked for
+	spend := func(texts ...string) bool {
+		n := 0
+		for _, t := range texts {
+			n += h.svc.count(t)
+		}
+		if smallest == 0 || n < smallest {
+			smallest = n
+		}
 		if budget > 0 && int(resp.TokenCount)+n > budget {
 			resp.Truncated = true
 			return false
@@ -326,8 +335,8 @@ func (h *handler) GetLayer2(ctx context.Context, req *memoryv1.GetLayer2Request)
 			limit = memread.WideDecisions
 		}
 		for _, d := range mdops.LastDecisions(md, limit) {
-			if !spend(d.Title + d.Context + d.Decision + d.Rationale + d.Consequences) {
-				break
+			if !spend(d.ID, d.Title, d.Status, d.Context, d.Decision, d.Rationale, d.Consequences, d.RunID) {
+				continue
 			}
 			resp.Decisions = append(resp.Decisions, &memoryv1.Decision{Id: d.ID, Title: d.Title, Status: d.Status, Context: d.Context,
 				Decision: d.Decision, Rationale: d.Rationale, Consequences: d.Consequences, RunId: d.RunID, Date: timestamppb.New(d.Date)})
@@ -338,7 +347,7 @@ func (h *handler) GetLayer2(ctx context.Context, req *memoryv1.GetLayer2Request)
 		if err != nil {
 			return nil, h.unavailable(err)
 		}
-		if spend(md) {
+		if md != "" && spend(md) {
 			resp.Changelog = md
 		}
 	}
@@ -356,8 +365,8 @@ func (h *handler) GetLayer2(ctx context.Context, req *memoryv1.GetLayer2Request)
 			if err != nil {
 				return nil, h.unavailable(err)
 			}
-			if !spend(md) {
-				break
+			if !spend(date, md) {
+				continue
 			}
 			resp.Timeline = append(resp.Timeline, &memoryv1.TimelineDay{Date: date, Content: md, TokenCount: int32(h.svc.count(md))})
 		}
@@ -372,11 +381,15 @@ func (h *handler) GetLayer2(ctx context.Context, req *memoryv1.GetLayer2Request)
 			if err != nil {
 				return nil, h.unavailable(err)
 			}
-			if !ok || !spend(md) {
+			if !ok || !spend(run, md) {
 				continue
 			}
 			resp.Runs = append(resp.Runs, &memoryv1.RunRecord{RunId: run, Content: md, TokenCount: int32(h.svc.count(md))})
 		}
+	}
+	if resp.Truncated && len(resp.Decisions)+len(resp.Timeline)+len(resp.Runs) == 0 && resp.Changelog == "" {
+		// Nothing asked for fits: an empty answer would say nothing.
+		return nil, tooSmall("maxTokens", budget, smallest)
 	}
 	return resp, nil
 }

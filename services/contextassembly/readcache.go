@@ -2,6 +2,7 @@ package contextassembly
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -23,6 +24,9 @@ type readKey struct {
 	exclude     string
 	today       string // deep mode only: it picks the timeline days
 	reserveMeta bool
+	// pathHeaders: files are named by their repository path (AssembleContext
+	// sets req.Header so), which changes what fits.
+	pathHeaders bool
 }
 
 // folderRead is a read of an agent folder: shared once cached, so nothing
@@ -44,14 +48,17 @@ func (r *folderRead) cost() int64 {
 }
 
 // readFolder reads the agent's files for req (memread.Read), after checking
-// the snapshot is sound. With reserveMeta, meta.json's tokens count against
-// the budget (ReadMemory returns it beside the files). extra, when set,
+// the snapshot is sound. With reserveMeta, the meta block's tokens
+// (metaBlock) count against the budget (ReadMemory returns it beside the
+// files). A budget too small for any answer is a *memread.BudgetTooSmallError
+// (see budgetError). extra, when set,
 // renders files added after the mode's own (temporal diffs); such reads
 // depend on more than the folder and are not cached. The result is shared:
 // callers must not modify it.
 func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.Request, reserveMeta bool, extra func() ([]memread.File, error)) (*folderRead, error) {
 	key := readKey{agent: files.agent, tree: files.tree, mode: req.Mode, maxTokens: req.MaxTokens,
-		include: strings.Join(req.Include, "\x00"), exclude: strings.Join(req.Exclude, "\x00"), reserveMeta: reserveMeta}
+		include: strings.Join(req.Include, "\x00"), exclude: strings.Join(req.Exclude, "\x00"), reserveMeta: reserveMeta,
+		pathHeaders: req.Header != nil}
 	if req.Mode == memread.Deep {
 		key.today = req.Today
 	}
@@ -71,7 +78,7 @@ func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.
 	}
 	meta, _ := memlayout.ParseMeta([]byte(metaRaw)) // an unreadable meta.json reads as version 0
 	if reserveMeta {
-		req.Reserved = count(metaRaw)
+		req.Reserved = count(metaBlock(metaMessage(files.agent, meta)))
 	}
 	if extra != nil {
 		if req.Extra, err = extra(); err != nil {
@@ -82,6 +89,10 @@ func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.
 		return nil, h.unavailable(err)
 	}
 	res, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: count}, req)
+	var small *memread.BudgetTooSmallError
+	if errors.As(err, &small) {
+		return nil, small
+	}
 	if err != nil {
 		return nil, h.unavailable(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/tokens"
 )
 
 type env struct {
@@ -115,9 +116,11 @@ func TestReadModesNeverLoadLayer2AndAreDeterministic(t *testing.T) {
 	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(again)
 	require.Equal(t, a, b, "same commit, same request: byte-identical")
 
-	small, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur", Mode: memoryv1.ReadMode_READ_MODE_WIDE, MaxTokens: 40})
+	_, err = e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur", Mode: memoryv1.ReadMode_READ_MODE_WIDE, MaxTokens: 40})
+	min := checkBudgetError(t, "wide/40", 40, err) // the meta block alone is about 40 tokens
+	small, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur", Mode: memoryv1.ReadMode_READ_MODE_WIDE, MaxTokens: min + 10})
 	require.NoError(t, err)
-	require.LessOrEqual(t, small.GetTokenCount(), int32(40))
+	require.LessOrEqual(t, small.GetTokenCount(), min+10)
 	require.True(t, small.GetTruncated())
 	require.NotEmpty(t, small.GetWarnings())
 }
@@ -216,7 +219,13 @@ func TestAssembleContextWithoutSearch(t *testing.T) {
 	}
 	require.Equal(t, []string{"memory/cur/snapshot.md", "memory/cur/open_loops.md", "memory/cur/facts.md"}, files)
 	require.Equal(t, int32(DefaultBudget), resp.GetBudget())
-	require.Equal(t, resp.GetTotalTokens(), resp.GetTokensByLayer()["layer1"])
+	c, err := tokens.New(tokens.DefaultEncoding)
+	require.NoError(t, err)
+	warned := 0
+	for _, w := range resp.GetWarnings() {
+		warned += c.Count(w)
+	}
+	require.Equal(t, resp.GetTotalTokens(), resp.GetTokensByLayer()["layer1"]+int32(warned), "sections by layer, plus warnings")
 	require.Contains(t, resp.GetWarnings(), "search is not configured: no hits for the query hint")
 	_, err = e.client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur", Budget: MaxBudget + 1})
 	require.Equal(t, codes.InvalidArgument, status.Code(err))
@@ -308,10 +317,12 @@ func TestDiffMemory(t *testing.T) {
 	require.Contains(t, whole.GetDiff()["snapshot.md"], "--- /dev/null", "without from: the agent's whole history")
 	require.Equal(t, int32(1), whole.GetStats().GetCommits())
 
-	tiny, err := e.client.DiffMemory(e.svc(), &memoryv1.DiffMemoryRequest{AgentId: "cur", From: start.String(), MaxTokens: 5})
+	_, err = e.client.DiffMemory(e.svc(), &memoryv1.DiffMemoryRequest{AgentId: "cur", From: start.String(), MaxTokens: 5})
+	min := checkBudgetError(t, "diff/5", 5, err) // not even the summary fits
+	tiny, err := e.client.DiffMemory(e.svc(), &memoryv1.DiffMemoryRequest{AgentId: "cur", From: start.String(), MaxTokens: min})
 	require.NoError(t, err)
 	require.True(t, tiny.GetTruncated())
-	require.LessOrEqual(t, tiny.GetTokenCount(), int32(5))
+	require.LessOrEqual(t, tiny.GetTokenCount(), min)
 	_, err = e.client.DiffMemory(e.svc(), &memoryv1.DiffMemoryRequest{AgentId: "cur", From: "nope"})
 	require.Equal(t, codes.NotFound, status.Code(err))
 
