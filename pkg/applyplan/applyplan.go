@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,8 +24,35 @@ import (
 
 // ErrInvalid wraps failures caused by the proposal itself (a loop that does
 // not exist, a fact to remove that is not there, a limit eviction cannot
-// meet); the proposal fails and nothing is written.
+// meet); the proposal fails and nothing is written. Every such error is an
+// *Invalid.
 var ErrInvalid = errors.New("proposal cannot be applied")
+
+// Invalid says precisely why a proposal cannot be applied, in the terms of
+// the API's error details, so propose can refuse it with the same words the
+// apply would fail with.
+type Invalid struct {
+	Reason memoryv1.ErrorReason
+	// Field names the request field at fault ("updates[2].loopId"), if one is.
+	Field string
+	Msg   string
+	// Metadata carries the figures (tokens, limit, file) where there are any.
+	Metadata map[string]string
+}
+
+func (e *Invalid) Error() string { return ErrInvalid.Error() + ": " + e.Msg }
+func (e *Invalid) Unwrap() error { return ErrInvalid }
+
+// FactRecord is what the fact index knows of a fact (spec DiffMem §11.3).
+type FactRecord struct {
+	// Added is when the fact was added (for facts the index never saw: when
+	// it first saw the agent); Used when a read last returned it.
+	Added, Used time.Time
+	// Version is the agent's meta.json version of the commit that added the
+	// fact; 0 when unknown (added before versions were recorded, by a
+	// person, or lost with an unflushed index).
+	Version int32
+}
 
 // Reader returns a file of the agent by its name relative to the agent
 // folder ("facts.md"); ok=false when the file does not exist.
@@ -36,8 +64,8 @@ type Input struct {
 	Read     Reader
 	Now      time.Time
 	Counter  *tokens.Counter
-	// FactTime orders facts for eviction: when a fact was added or last used.
-	FactTime func(text string) time.Time
+	// Facts orders facts for eviction; nil treats every fact as unknown.
+	Facts func(text string) FactRecord
 }
 
 // Plan is the content of the commit.
@@ -50,10 +78,18 @@ type Plan struct {
 	Message string
 	// Files are the proposal's files, as listed in the commit message.
 	Files []string
-	// AddedFacts are fact texts this commit added (for the fact index).
-	AddedFacts   []string
+	// AddedFacts are fact texts this commit added, RemovedFacts those it
+	// removed on request (for the fact index).
+	AddedFacts, RemovedFacts []string
+	// EvictedFacts are the facts moved to decisions.md § "Evicted facts",
+	// verbatim, in eviction order.
 	EvictedFacts []string
-	FrozenLoops  []string
+	// FrozenLoops are the ids (or texts) of loops frozen into decisions.md;
+	// RemovedClosedLoops those of closed loops dropped after 7 days.
+	FrozenLoops        []string
+	RemovedClosedLoops []string
+	// Warnings are what the plan accepts but a caller should know.
+	Warnings []string
 }
 
 // workspace holds the files being edited.
@@ -98,9 +134,18 @@ func Build(in Input) (*Plan, error) {
 	runID := memlayout.RunRef(p.GetRunId())
 	date := in.Now.UTC()
 	w := &workspace{read: in.Read, files: map[string]string{}, changed: map[string]bool{}, deleted: map[string]bool{}}
+	openedLoops := map[string]bool{}
 	plan := &Plan{}
 	var summary []string
 	files := map[string]bool{}
+	metaRaw, err := w.get(memlayout.MetaFile)
+	if err != nil {
+		return nil, err
+	}
+	old, err := memlayout.ParseMeta([]byte(metaRaw))
+	if err != nil {
+		return nil, &Invalid{Reason: memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED, Msg: err.Error()}
+	}
 
 	for i, u := range p.GetUpdates() {
 		rel := u.GetFile()
@@ -118,7 +163,7 @@ func Build(in Input) (*Plan, error) {
 			if _, ok, err := in.Read(rel); err != nil {
 				return nil, err
 			} else if !ok {
-				return nil, invalidf("updates[%d]: %s does not exist", i, rel)
+				return nil, invalidUpdate(i, "file", memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, "%s does not exist", rel)
 			}
 			w.remove(rel)
 			summary = append(summary, fmt.Sprintf("- **%s:** removed", rel))
@@ -128,36 +173,48 @@ func Build(in Input) (*Plan, error) {
 			if u.GetOperation() == memoryv1.Operation_OPERATION_WRITE_RUN {
 				what = "written"
 			}
+			if f, _ := memlayout.Resolve(agent, rel); f.Kind == memlayout.KindLogicPseudo || f.Kind == memlayout.KindLogicDrakon {
+				// The logic being replaced is kept under logic/versions/
+				// (spec integration §1), named by the version it belonged to.
+				if cur != "" && cur != next {
+					w.set(memlayout.LogicVersionFile(rel, old.Version), cur)
+				}
+			}
+		case memoryv1.Operation_OPERATION_WRITE_ARTIFACT:
+			// A run's artifact is kept byte for byte.
+			next, what = u.GetContent(), "written"
 		case memoryv1.Operation_OPERATION_APPEND:
 			section := u.GetSection()
 			if strings.TrimSpace(section) == "" {
-				section = "General"
+				return nil, invalidUpdate(i, "section", memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "append needs the section of facts.md to add to")
 			}
 			before := mdops.ParseFacts(cur)
 			var added int
 			next, added, err = mdops.AppendFacts(cur, agent, section, u.GetContent())
 			if err != nil {
-				return nil, invalidf("updates[%d]: %v", i, err)
+				return nil, mdopsInvalid(i, "content", err)
 			}
 			plan.AddedFacts = append(plan.AddedFacts, newFacts(before, mdops.ParseFacts(next))...)
 			what = fmt.Sprintf("%d fact(s) added to %q", added, section)
 		case memoryv1.Operation_OPERATION_REMOVE:
 			next, err = mdops.RemoveFact(cur, u.GetContent())
 			if err != nil {
-				return nil, invalidf("updates[%d]: fact %q: %v", i, firstLine(u.GetContent()), err)
+				return nil, mdopsInvalid(i, "content", fmt.Errorf("fact %q: %w", firstLine(u.GetContent()), err))
 			}
+			plan.RemovedFacts = append(plan.RemovedFacts, newFacts(mdops.ParseFacts(next), mdops.ParseFacts(cur))...)
 			what = "1 fact removed"
 		case memoryv1.Operation_OPERATION_OPEN:
 			var id string
 			next, id, err = mdops.OpenLoop(cur, agent, u.GetSection(), strings.TrimSpace(u.GetContent()), loopPriority(u.GetLoopPriority()), date)
 			if err != nil {
-				return nil, invalidf("updates[%d]: %v", i, err)
+				return nil, mdopsInvalid(i, "content", err)
 			}
+			openedLoops[id] = true
 			what = "opened " + id
 		case memoryv1.Operation_OPERATION_CLOSE:
 			next, err = mdops.CloseLoop(cur, u.GetLoopId(), u.GetResolution(), runID, date)
 			if err != nil {
-				return nil, invalidf("updates[%d]: loop %q: %v", i, u.GetLoopId(), err)
+				return nil, mdopsInvalid(i, "loopId", fmt.Errorf("loop %q: %w", firstLine(u.GetLoopId()), err))
 			}
 			what = "closed " + u.GetLoopId()
 		case memoryv1.Operation_OPERATION_ADD_DECISION:
@@ -170,11 +227,14 @@ func Build(in Input) (*Plan, error) {
 				Rationale: d.GetRationale(), Consequences: d.GetConsequences(), RunID: d.GetRunId(),
 			}, date)
 			if err != nil {
-				return nil, invalidf("updates[%d]: %v", i, err)
+				return nil, mdopsInvalid(i, "decision", err)
 			}
 			what = fmt.Sprintf("decision %q added", d.GetTitle())
 		default:
-			return nil, invalidf("updates[%d]: unsupported operation %v", i, u.GetOperation())
+			return nil, invalidUpdate(i, "operation", memoryv1.ErrorReason_ERROR_REASON_INVALID_OPERATION, "unsupported operation %v", u.GetOperation())
+		}
+		if f, _ := memlayout.Resolve(agent, rel); f.Layer == 2 && strings.Contains(next, mdops.AlwaysLoadOpen) && !strings.Contains(cur, mdops.AlwaysLoadOpen) {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("updates[%d]: %s is Layer 2: its ALWAYS_LOAD block is kept but never auto-loaded (spec DiffMem §11.4); put it in snapshot.md, facts.md or open_loops.md", i, rel))
 		}
 		w.set(rel, next)
 		summary = append(summary, fmt.Sprintf("- **%s:** %s", rel, what))
@@ -191,7 +251,7 @@ func Build(in Input) (*Plan, error) {
 		}
 		return n
 	}
-	if err := evict(in, count, w, plan, date); err != nil {
+	if err := evict(in, count, w, plan, date, openedLoops); err != nil {
 		return nil, err
 	}
 	for _, line := range evictionSummary(plan) {
@@ -208,7 +268,8 @@ func Build(in Input) (*Plan, error) {
 		}
 		counts[rel] = count(s)
 		if counts[rel] > limit {
-			return nil, invalidf("%s would be %d tokens, over its hard limit of %d, and eviction cannot bring it under", rel, counts[rel], limit)
+			return nil, tokenLimit(rel, counts[rel], limit, in.Counter.Encoding(),
+				"%s would be %d tokens, over its hard limit of %d, and eviction cannot bring it under: what this proposal adds does not fit", rel, counts[rel], limit)
 		}
 	}
 
@@ -218,14 +279,6 @@ func Build(in Input) (*Plan, error) {
 	slices.Sort(plan.Files)
 
 	// meta.json, changelog and timeline ride in the same commit.
-	metaRaw, err := w.get(memlayout.MetaFile)
-	if err != nil {
-		return nil, err
-	}
-	old, err := memlayout.ParseMeta([]byte(metaRaw))
-	if err != nil {
-		return nil, invalidf("%v", err)
-	}
 	snap, _ := w.get(memlayout.SnapshotFile)
 	facts, _ := w.get(memlayout.FactsFile)
 	loops, _ := w.get(memlayout.OpenLoopsFile)
@@ -266,11 +319,13 @@ func Build(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.set(tl, mdops.AddTimelineEntry(timeline, agent, date, mdops.TimelineEntry{
+	timeline = mdops.AddTimelineEntry(timeline, agent, date, mdops.TimelineEntry{
 		RunID: runID, ProposalID: p.GetProposalId(), Status: "applied",
-		Task:   firstLine(p.GetReasoning()),
-		Result: "updated " + strings.Join(plan.Files, ", "),
-	}))
+		Task:     firstLine(p.GetReasoning()),
+		Result:   "updated " + strings.Join(plan.Files, ", "),
+		Duration: p.GetRunDuration().AsDuration(),
+	})
+	w.set(tl, mdops.FoldTimeline(timeline, memlayout.TimelineDayLimit, count))
 
 	plan.Changes = map[string]string{}
 	for rel := range w.changed {
@@ -283,14 +338,19 @@ func Build(in Input) (*Plan, error) {
 	plan.Message = commitmsg.Format(commitmsg.Update{
 		AgentID: agent, RunID: runID, ProposalID: p.GetProposalId(), Files: plan.Files,
 		Reason: p.GetReasoning(), AutoApproved: p.GetAutoApproved(),
-		Evicted: len(plan.EvictedFacts) > 0 || len(plan.FrozenLoops) > 0, EntityRefs: p.GetEntityRefs(),
+		Evicted:      len(plan.EvictedFacts)+len(plan.FrozenLoops) > 0,
+		EvictedFacts: plan.EvictedFacts, FrozenLoops: plan.FrozenLoops, EntityRefs: p.GetEntityRefs(),
 	})
 	return plan, nil
 }
 
 // evict keeps facts.md and open_loops.md under their hard limits, moving
-// what leaves Layer 1 into decisions.md (spec integration §2.3).
-func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time.Time) error {
+// what leaves Layer 1 into decisions.md (spec DiffMem §11.3, integration
+// §2.3). Facts go stale first, then oldest by the commit that added them,
+// then by position; the proposal's own facts and loops never go. When the
+// proposal's own additions alone do not fit, nothing is evicted and the
+// limit check after this refuses the proposal.
+func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time.Time, openedLoops map[string]bool) error {
 	agent := in.Proposal.GetAgentId()
 	var decisionLines, frozenLines []string
 
@@ -298,24 +358,38 @@ func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time
 	if err != nil {
 		return err
 	}
+	own := make(map[string]bool, len(plan.AddedFacts))
+	for _, f := range plan.AddedFacts {
+		own[f] = true
+	}
+	record := in.Facts
+	if record == nil {
+		record = func(string) FactRecord { return FactRecord{Added: date} }
+	}
+	rank := func(f mdops.Fact) mdops.FactRank {
+		if own[f.Text] {
+			return mdops.FactRank{Keep: true}
+		}
+		return factRank(record(f.Text), date)
+	}
 	// EvictFacts and EvictLoops count the file first and return it as it
 	// is when it fits: counting it here as well counted every apply's
 	// facts.md twice.
-	factTime := in.FactTime
-	if factTime == nil {
-		factTime = func(string) time.Time { return date }
-	}
-	kept, evicted := mdops.EvictFacts(facts, memlayout.FactsLimit, count,
-		func(f mdops.Fact) time.Time { return factTime(f.Text) }, date)
+	kept, evicted, _ := mdops.EvictFacts(facts, memlayout.FactsLimit, count, rank)
 	if len(evicted) > 0 {
 		w.set(memlayout.FactsFile, kept)
 		for _, f := range evicted {
 			plan.EvictedFacts = append(plan.EvictedFacts, f.Text)
-			why := "oldest"
-			if date.Sub(factTime(f.Text)) > 30*24*time.Hour {
-				why = "stale-fact"
+			r := record(f.Text)
+			why := mdops.WhyOverLimit
+			if rank(f).Stale {
+				why = mdops.WhyStaleFact
 			}
-			decisionLines = append(decisionLines, mdops.EvictedFactLine(f, date, why))
+			added := r.Added
+			if r.Version == 0 {
+				added = time.Time{} // unknown: the index only saw it later
+			}
+			decisionLines = append(decisionLines, mdops.EvictedFactLine(f, added, date, why))
 		}
 	}
 
@@ -324,9 +398,20 @@ func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time
 		return err
 	}
 	if kept, removed, frozen := mdops.EvictLoops(loops, memlayout.OpenLoopsLimit, count, date); kept != loops || len(removed)+len(frozen) > 0 {
-		w.set(memlayout.OpenLoopsFile, kept)
 		for _, l := range frozen {
-			plan.FrozenLoops = append(plan.FrozenLoops, l.ID)
+			if openedLoops[l.ID] {
+				// Unreachable while freezing needs 14 days of age; kept as
+				// the rule's guard should that threshold ever become 0.
+				return tokenLimit(memlayout.OpenLoopsFile, count(loops), memlayout.OpenLoopsLimit, in.Counter.Encoding(),
+					"open_loops.md is over its limit only because of loops this proposal opens")
+			}
+		}
+		w.set(memlayout.OpenLoopsFile, kept)
+		for _, l := range removed {
+			plan.RemovedClosedLoops = append(plan.RemovedClosedLoops, loopName(l))
+		}
+		for _, l := range frozen {
+			plan.FrozenLoops = append(plan.FrozenLoops, loopName(l))
 			frozenLines = append(frozenLines, mdops.FrozenLoopLine(l, date))
 		}
 	}
@@ -339,13 +424,41 @@ func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time
 		return err
 	}
 	if len(decisionLines) > 0 {
-		decisions = mdops.AppendToDecisionsSection(decisions, agent, "Evicted facts", decisionLines)
+		decisions = mdops.AppendToDecisionsSection(decisions, agent, mdops.SectionEvictedFacts, decisionLines)
 	}
 	if len(frozenLines) > 0 {
-		decisions = mdops.AppendToDecisionsSection(decisions, agent, "Frozen loops", frozenLines)
+		decisions = mdops.AppendToDecisionsSection(decisions, agent, mdops.SectionFrozenLoops, frozenLines)
 	}
 	w.set(memlayout.DecisionsFile, decisions)
 	return nil
+}
+
+// factRank places a fact in the eviction order: stale when neither added
+// nor used for mdops.StaleFactAge; then by the commit that added it. Facts
+// the index knows by version are newer than every fact it knows only by
+// time (those predate versions being recorded), which are ordered by that
+// time, to the second.
+func factRank(r FactRecord, now time.Time) mdops.FactRank {
+	latest := r.Added
+	if r.Used.After(latest) {
+		latest = r.Used
+	}
+	rank := mdops.FactRank{Stale: now.Sub(latest) > mdops.StaleFactAge}
+	if r.Version > 0 {
+		rank.Added = 1<<62 + int64(r.Version)
+	} else if !r.Added.IsZero() {
+		rank.Added = r.Added.Unix()
+	}
+	return rank
+}
+
+// loopName is how a commit and a proposal's result name a loop: its id, or
+// its text when a person wrote it without one.
+func loopName(l mdops.Loop) string {
+	if l.ID != "" {
+		return l.ID
+	}
+	return l.Text
 }
 
 func evictionSummary(p *Plan) []string {
@@ -382,8 +495,26 @@ func loopPriority(p memoryv1.LoopPriority) string {
 	return restjson.EnumName(p)
 }
 
-func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+// invalidUpdate is an *Invalid about updates[i].field.
+func invalidUpdate(i int, field string, reason memoryv1.ErrorReason, format string, args ...any) error {
+	f := fmt.Sprintf("updates[%d].%s", i, field)
+	return &Invalid{Reason: reason, Field: f, Msg: f + ": " + fmt.Sprintf(format, args...), Metadata: map[string]string{"field": f}}
+}
+
+// mdopsInvalid maps an mdops error about updates[i] to the API's reasons.
+func mdopsInvalid(i int, field string, err error) error {
+	reason := memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT
+	if errors.Is(err, mdops.ErrNotFound) {
+		reason = memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT
+	}
+	return invalidUpdate(i, field, reason, "%v", err)
+}
+
+// tokenLimit is the *Invalid of a Layer 1 file over its hard limit, with
+// the counts a caller needs to fix the proposal.
+func tokenLimit(file string, tokens, limit int, encoding, format string, args ...any) error {
+	return &Invalid{Reason: memoryv1.ErrorReason_ERROR_REASON_TOKEN_LIMIT_EXCEEDED, Msg: fmt.Sprintf(format, args...),
+		Metadata: map[string]string{"file": file, "tokens": strconv.Itoa(tokens), "limit": strconv.Itoa(limit), "encoding": encoding}}
 }
 
 func ensureNewline(s string) string {

@@ -453,7 +453,7 @@ func (g *generator) historyChange(st *agentState, op int8, at time.Time) *change
 		if ev := st.evict(); len(ev) > 0 {
 			var lines []string
 			for _, f := range ev {
-				lines = append(lines, mdops.EvictedFactLine(mdops.Fact{Text: f}, at, "oldest"))
+				lines = append(lines, mdops.EvictedFactLine(mdops.Fact{Text: f}, time.Time{}, at, mdops.WhyOverLimit))
 			}
 			st.decisions = mdops.AppendToDecisionsSection(st.decisions, st.id, "Evicted facts", lines)
 			c.files[memlayout.DecisionsFile] = st.decisions

@@ -7,6 +7,8 @@
 //	Reason: <why>
 //	Auto-approved: true
 //	evicted: stale-fact
+//	Evicted-Fact: <a fact moved to decisions.md, verbatim>
+//	Frozen-Loop: loop_003
 //
 // Parse is the inverse, so the read plane and the write plane's recovery find
 // proposal and run ids in history, and any other commit is a human edit.
@@ -33,6 +35,9 @@ type Update struct {
 	AutoApproved bool
 	// Evicted is set when the commit moved Layer 1 content to Layer 2.
 	Evicted bool
+	// EvictedFacts and FrozenLoops say exactly what moved (one line each).
+	EvictedFacts []string
+	FrozenLoops  []string
 	// EntityRefs are the proposal's entity references, recorded so the
 	// entity graph can be rebuilt from git alone.
 	EntityRefs []string
@@ -45,8 +50,14 @@ func Format(u Update) string {
 	fmt.Fprintf(&b, "Files: %s\n", strings.Join(u.Files, ", "))
 	fmt.Fprintf(&b, "Reason: %s\n", oneLine(u.Reason))
 	fmt.Fprintf(&b, "Auto-approved: %t\n", u.AutoApproved)
-	if u.Evicted {
+	if u.Evicted || len(u.EvictedFacts)+len(u.FrozenLoops) > 0 {
 		b.WriteString("evicted: stale-fact\n")
+	}
+	for _, f := range u.EvictedFacts {
+		fmt.Fprintf(&b, "Evicted-Fact: %s\n", strings.ReplaceAll(f, "\n", " "))
+	}
+	for _, l := range u.FrozenLoops {
+		fmt.Fprintf(&b, "Frozen-Loop: %s\n", strings.ReplaceAll(l, "\n", " "))
 	}
 	if len(u.EntityRefs) > 0 {
 		fmt.Fprintf(&b, "Entity-Refs: %s\n", strings.Join(u.EntityRefs, ", "))
@@ -115,6 +126,10 @@ func Parse(msg string) Parsed {
 			u.AutoApproved = val == "true"
 		case "evicted":
 			u.Evicted = true
+		case "Evicted-Fact":
+			u.EvictedFacts = append(u.EvictedFacts, val)
+		case "Frozen-Loop":
+			u.FrozenLoops = append(u.FrozenLoops, val)
 		case "Entity-Refs":
 			u.EntityRefs = splitList(val)
 		}

@@ -22,7 +22,8 @@ func TestFormatMatchesSpec(t *testing.T) {
 
 func TestRoundTrip(t *testing.T) {
 	u := Update{AgentID: "a", RunID: "run_1", ProposalID: "proposal_2", Files: []string{"facts.md"},
-		Reason: "multi\nline   reason", AutoApproved: false, Evicted: true, EntityRefs: []string{"minio", "proposal-lifecycle"}}
+		Reason: "multi\nline   reason", AutoApproved: false, Evicted: true, EntityRefs: []string{"minio", "proposal-lifecycle"},
+		EvictedFacts: []string{"MinIO  keeps: versions", "second fact"}, FrozenLoops: []string{"loop_003"}}
 	p := Parse(Format(u))
 	require.False(t, p.HumanEdit)
 	require.NotNil(t, p.Update)

@@ -177,17 +177,18 @@ func TestAppendToDecisionsSection(t *testing.T) {
 	require.Equal(t, "# Decisions: a1\n\n## Evicted facts\n- f1 — evicted 2026-03-01 (stale-fact)\n- f2\n", out)
 	requireFile(t, out)
 
-	// Idempotent, appends only what is new, to the end of the section.
+	// Idempotent, appends only what is new, to the end of the section;
+	// an entry's further lines are indented under it.
 	out = AppendToDecisionsSection(out, "a1", "evicted FACTS", []string{"f2", "f3\nwrapped"})
-	require.Equal(t, "# Decisions: a1\n\n## Evicted facts\n- f1 — evicted 2026-03-01 (stale-fact)\n- f2\n- f3 wrapped\n", out)
-	require.Equal(t, out, AppendToDecisionsSection(out, "a1", SectionEvictedFacts, []string{"f3 wrapped"}))
+	require.Equal(t, "# Decisions: a1\n\n## Evicted facts\n- f1 — evicted 2026-03-01 (stale-fact)\n- f2\n- f3\n  wrapped\n", out)
+	require.Equal(t, out, AppendToDecisionsSection(out, "a1", SectionEvictedFacts, []string{"f3"}))
 	require.Equal(t, out, AppendToDecisionsSection(out, "a1", SectionEvictedFacts, nil))
 
 	// A new section goes to the end; decisions added later go before it.
 	out = AppendToDecisionsSection(out, "a1", SectionFrozenLoops, []string{"- loop_001: x — opened 2026-01-01 | priority: low | frozen 2026-03-01"})
 	out, err := AddDecision(out, "a1", Decision{Title: "Later"}, day0)
 	require.NoError(t, err)
-	require.Equal(t, "# Decisions: a1\n\n## 2026-02-17 — Later\n**Status:** accepted\n\n## Evicted facts\n- f1 — evicted 2026-03-01 (stale-fact)\n- f2\n- f3 wrapped\n\n## Frozen loops\n- loop_001: x — opened 2026-01-01 | priority: low | frozen 2026-03-01\n", out)
+	require.Equal(t, "# Decisions: a1\n\n## 2026-02-17 — Later\n**Status:** accepted\n\n## Evicted facts\n- f1 — evicted 2026-03-01 (stale-fact)\n- f2\n- f3\n  wrapped\n\n## Frozen loops\n- loop_001: x — opened 2026-01-01 | priority: low | frozen 2026-03-01\n", out)
 }
 
 func TestDecisionsGolden(t *testing.T) {

@@ -30,63 +30,69 @@ const (
 	SectionFrozenLoops  = "Frozen loops"
 )
 
-// FactEvictionReason tells why a fact with the given last added/used time
-// was evicted at now: WhyStaleFact if it is older than StaleFactAge,
-// otherwise WhyOverLimit. EvictFacts evicts in one oldest-first order, so
-// the caller derives the reason from the same clock it passed in.
-func FactEvictionReason(addedOrUsed, now time.Time) string {
-	if now.Sub(addedOrUsed) > StaleFactAge {
-		return WhyStaleFact
-	}
-	return WhyOverLimit
+// FactRank is where a fact stands in the eviction order of spec §11.3 and
+// integration §2.3.
+type FactRank struct {
+	// Stale: not added or used for more than StaleFactAge. Stale facts go
+	// before all others.
+	Stale bool
+	// Added orders facts by the commit that added them (smaller is older):
+	// many commits share a day, so a calendar date cannot order them.
+	Added int64
+	// Keep: never evicted — the fact was added by the proposal being
+	// applied.
+	Keep bool
 }
 
 // EvictFacts enforces the facts.md token limit (spec §11.3). If
-// count(md) <= limit, md is returned unchanged. Otherwise facts are removed
-// oldest first by addedOrUsed (ties: earlier line first) until
-// count(kept) <= limit — first the stale ones (not added or used for more
-// than StaleFactAge), then, only if still over, the newest ones too. Because
-// every stale fact is older than every fresh one, that is a single
-// oldest-first order, which is what makes the result deterministic. A zero
-// time counts as oldest. Headings and section structure stay, even if a
+// count(md) <= limit, md is returned unchanged with fits = true. Otherwise
+// facts are removed in the order stale first, then oldest by Added, then by
+// position (earlier line first) — never a fact ranked Keep — until
+// count(kept) <= limit. Headings and section structure stay, even if a
 // section becomes empty; a fact's sub-bullets leave with it.
 //
 // evicted lists the removed facts in removal order (line numbers refer to
-// md); when it is empty, kept is md itself; record them with EvictedFactLine and FactEvictionReason. count must
-// not grow when lines are removed: the smallest sufficient prefix of the
-// order is found by binary search, so a tokenizer is called O(log n) times
-// instead of once per fact. If even removing every fact is not enough, every
-// fact is removed.
-func EvictFacts(md string, limit int, count func(string) int, addedOrUsed func(f Fact) time.Time, now time.Time) (kept string, evicted []Fact) {
+// md). When even removing every fact that may go does not bring the file
+// under limit, fits is false, kept is md and evicted is empty: the caller
+// must refuse the change rather than evict what it cannot save.
+//
+// count must not grow when lines are removed: the smallest sufficient prefix
+// of the order is found by galloping and binary search, so a tokenizer is
+// called O(log n) times instead of once per fact.
+func EvictFacts(md string, limit int, count func(string) int, rank func(Fact) FactRank) (kept string, evicted []Fact, fits bool) {
 	if count(md) <= limit {
-		return md, nil
+		return md, nil, true
 	}
 	d := newDoc(md)
-	facts := parseFacts(d)
-	if len(facts) == 0 {
-		return md, nil
-	}
 	type cand struct {
 		f Fact
-		t time.Time
+		r FactRank
 	}
-	cands := make([]cand, len(facts))
-	for i, f := range facts {
-		cands[i] = cand{f, addedOrUsed(f)}
+	var cands []cand
+	for _, f := range parseFacts(d) {
+		if r := rank(f); !r.Keep {
+			cands = append(cands, cand{f, r})
+		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].t.Before(cands[j].t) })
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i].r, cands[j].r
+		if a.Stale != b.Stale {
+			return a.Stale
+		}
+		return a.Added < b.Added
+	})
 	order := make([]int, len(cands))
 	for i, c := range cands {
 		order[i] = c.f.Line - 1
 	}
 	k, out := smallestRemoval(d, nil, order, limit, count)
-	if k == 0 {
-		return md, nil
+	if count(out) > limit {
+		return md, nil, false
 	}
 	for _, c := range cands[:k] {
 		evicted = append(evicted, c.f)
 	}
-	return out, evicted
+	return out, evicted, true
 }
 
 // smallestRemoval finds the smallest k such that removing the items that
@@ -194,10 +200,21 @@ func EvictLoops(md string, limit int, count func(string) int, now time.Time) (ke
 	return out, removedClosed, frozen
 }
 
-// EvictedFactLine renders the decisions.md record of an evicted fact:
-// "- <fact> — evicted 2026-03-01 (stale-fact)".
-func EvictedFactLine(f Fact, date time.Time, why string) string {
-	return "- " + collapseSpace(f.Text) + " — evicted " + day(date) + " (" + strings.TrimSpace(why) + ")"
+// EvictedFactLine renders the decisions.md record of an evicted fact, its
+// text verbatim with the day it was added (when known) and the day it left:
+// "- <fact> — added 2026-02-01, evicted 2026-03-01 (stale-fact)". The
+// fact's sub-bullets and wrapped lines (Fact.More) follow, as they were.
+func EvictedFactLine(f Fact, added, evicted time.Time, why string) string {
+	var b strings.Builder
+	b.WriteString("- " + f.Text + " — ")
+	if !added.IsZero() {
+		b.WriteString("added " + day(added) + ", ")
+	}
+	b.WriteString("evicted " + day(evicted) + " (" + strings.TrimSpace(why) + ")")
+	for _, l := range f.More {
+		b.WriteString("\n" + l)
+	}
+	return b.String()
 }
 
 // FrozenLoopLine renders the decisions.md record of a frozen loop:

@@ -15,17 +15,16 @@ import (
 func bytesOver4(s string) int { return len(s) / 4 }
 
 func TestEvictFacts(t *testing.T) {
-	now := date(2026, 3, 1)
 	// Each fact line "- fNN xxxxxxxxxxxxxxx" is 21 bytes + newline = 22.
 	const md = "# Facts: a1\n\n## A\n- f01 xxxxxxxxxxxxxxx\n- f02 xxxxxxxxxxxxxxx\n  - sub of f02 xxxxxxx\n- f03 xxxxxxxxxxxxxxx\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n"
-	used := map[string]time.Time{
-		"f01 xxxxxxxxxxxxxxx": now.AddDate(0, 0, -10), // fresh
-		"f02 xxxxxxxxxxxxxxx": now.AddDate(0, 0, -40), // stale
-		"f03 xxxxxxxxxxxxxxx": now.AddDate(0, 0, -31), // stale
-		"f04 xxxxxxxxxxxxxxx": now.AddDate(0, 0, -10), // fresh, same time as f01
-		"f05 xxxxxxxxxxxxxxx": now.AddDate(0, 0, -1),  // fresh
+	ranks := map[string]FactRank{
+		"f01 xxxxxxxxxxxxxxx": {Added: 3},              // fresh
+		"f02 xxxxxxxxxxxxxxx": {Added: 4, Stale: true}, // stale
+		"f03 xxxxxxxxxxxxxxx": {Added: 2, Stale: true}, // stale, older
+		"f04 xxxxxxxxxxxxxxx": {Added: 3},              // fresh, same commit as f01
+		"f05 xxxxxxxxxxxxxxx": {Added: 1, Keep: true},  // the proposal's own
 	}
-	addedOrUsed := func(f Fact) time.Time { return used[f.Text] }
+	rank := func(f Fact) FactRank { return ranks[f.Text] }
 	total := bytesOver4(md)
 
 	for _, tc := range []struct {
@@ -33,38 +32,39 @@ func TestEvictFacts(t *testing.T) {
 		limit   int
 		evicted []string
 		want    string
+		fits    bool
 	}{
-		{"under limit: unchanged", total, nil, md},
+		{"under limit: unchanged", total, nil, md, true},
 		{
-			"stale oldest first, only as many as needed", total - 1,
-			[]string{"f02 xxxxxxxxxxxxxxx"},
-			"# Facts: a1\n\n## A\n- f01 xxxxxxxxxxxxxxx\n- f03 xxxxxxxxxxxxxxx\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n",
+			"stale first, oldest commit first, only as many as needed", total - 1,
+			[]string{"f03 xxxxxxxxxxxxxxx"},
+			"# Facts: a1\n\n## A\n- f01 xxxxxxxxxxxxxxx\n- f02 xxxxxxxxxxxxxxx\n  - sub of f02 xxxxxxx\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n", true,
 		},
 		{
-			"all stale", total - 12,
-			[]string{"f02 xxxxxxxxxxxxxxx", "f03 xxxxxxxxxxxxxxx"},
-			"# Facts: a1\n\n## A\n- f01 xxxxxxxxxxxxxxx\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n",
+			"all stale, sub-bullets leave with their fact", total - 12,
+			[]string{"f03 xxxxxxxxxxxxxxx", "f02 xxxxxxxxxxxxxxx"},
+			"# Facts: a1\n\n## A\n- f01 xxxxxxxxxxxxxxx\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n", true,
 		},
 		{
 			"then oldest fresh, ties by file order", total - 18,
-			[]string{"f02 xxxxxxxxxxxxxxx", "f03 xxxxxxxxxxxxxxx", "f01 xxxxxxxxxxxxxxx"},
-			"# Facts: a1\n\n## A\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n",
+			[]string{"f03 xxxxxxxxxxxxxxx", "f02 xxxxxxxxxxxxxxx", "f01 xxxxxxxxxxxxxxx"},
+			"# Facts: a1\n\n## A\n\n## B\n- f04 xxxxxxxxxxxxxxx\n- f05 xxxxxxxxxxxxxxx\n", true,
 		},
 		{
-			"everything, headings stay", 0,
-			[]string{"f02 xxxxxxxxxxxxxxx", "f03 xxxxxxxxxxxxxxx", "f01 xxxxxxxxxxxxxxx", "f04 xxxxxxxxxxxxxxx", "f05 xxxxxxxxxxxxxxx"},
-			"# Facts: a1\n\n## A\n\n## B\n",
+			"the proposal's own facts stay; what cannot fit is refused, not evicted", 0,
+			nil, md, false,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kept, evicted := EvictFacts(md, tc.limit, bytesOver4, addedOrUsed, now)
+			kept, evicted, fits := EvictFacts(md, tc.limit, bytesOver4, rank)
+			require.Equal(t, tc.fits, fits)
 			require.Equal(t, tc.want, kept)
 			var texts []string
 			for _, f := range evicted {
 				texts = append(texts, f.Text)
 			}
 			require.Equal(t, tc.evicted, texts)
-			if tc.limit > 0 {
+			if fits {
 				require.LessOrEqual(t, bytesOver4(kept), tc.limit)
 			}
 			if len(evicted) > 0 {
@@ -72,19 +72,16 @@ func TestEvictFacts(t *testing.T) {
 			}
 			// Deterministic and stable: evicting again at the same limit
 			// removes nothing more.
-			again, more := EvictFacts(kept, tc.limit, bytesOver4, addedOrUsed, now)
-			if tc.limit > 0 {
+			again, more, _ := EvictFacts(kept, tc.limit, bytesOver4, rank)
+			if fits {
 				require.Equal(t, kept, again)
 				require.Empty(t, more)
 			}
 		})
 	}
 
-	_, evicted := EvictFacts(md, total-1, bytesOver4, addedOrUsed, now)
-	require.Equal(t, Fact{Section: "A", Text: "f02 xxxxxxxxxxxxxxx", Line: 5}, evicted[0], "line numbers refer to the input")
-	require.Equal(t, WhyStaleFact, FactEvictionReason(used[evicted[0].Text], now))
-	require.Equal(t, WhyOverLimit, FactEvictionReason(used["f01 xxxxxxxxxxxxxxx"], now))
-	require.Equal(t, WhyStaleFact, FactEvictionReason(time.Time{}, now))
+	_, evicted, _ := EvictFacts(md, total-12, bytesOver4, rank)
+	require.Equal(t, Fact{Section: "A", Text: "f02 xxxxxxxxxxxxxxx", Line: 5, More: []string{"  - sub of f02 xxxxxxx"}}, evicted[1], "line numbers refer to the input")
 }
 
 func TestEvictFactsCountCalls(t *testing.T) {
@@ -94,11 +91,12 @@ func TestEvictFactsCountCalls(t *testing.T) {
 	}
 	calls := 0
 	count := func(s string) int { calls++; return bytesOver4(s) }
-	kept, evicted := EvictFacts(md, bytesOver4(md)/2, count, func(f Fact) time.Time { return time.Time{} }, day0)
+	kept, evicted, fits := EvictFacts(md, bytesOver4(md)/2, count, func(f Fact) FactRank { return FactRank{} })
+	require.True(t, fits)
 	require.LessOrEqual(t, bytesOver4(kept), bytesOver4(md)/2)
 	require.NotEmpty(t, evicted)
 	require.Less(t, calls, 25, "galloping and bisecting, not one count per fact")
-	// Zero times tie everywhere: file order decides.
+	// Ranks tie everywhere: file order decides.
 	require.Equal(t, "fact number 0s", evicted[0].Text)
 }
 
@@ -165,8 +163,10 @@ func TestEvictLoops(t *testing.T) {
 
 func TestEvictionRecordLines(t *testing.T) {
 	at := time.Date(2026, 3, 1, 23, 0, 0, 0, time.UTC)
-	require.Equal(t, "- MinIO has versioning — evicted 2026-03-01 (stale-fact)",
-		EvictedFactLine(Fact{Section: "Технічні знання", Text: "MinIO has versioning", Line: 9}, at, WhyStaleFact))
+	require.Equal(t, "- MinIO has versioning — added 2026-01-20, evicted 2026-03-01 (stale-fact)",
+		EvictedFactLine(Fact{Section: "Технічні знання", Text: "MinIO has versioning", Line: 9}, date(2026, 1, 20), at, WhyStaleFact))
+	require.Equal(t, "- A fact  with  its  spacing — evicted 2026-03-01 (over-limit)\n  - and a sub-bullet",
+		EvictedFactLine(Fact{Text: "A fact  with  its  spacing", More: []string{"  - and a sub-bullet"}}, time.Time{}, at, WhyOverLimit), "verbatim, with what belongs to it")
 	require.Equal(t, "- loop_003: Confirm MinIO versioning — opened 2026-02-01 | priority: low | frozen 2026-03-01",
 		FrozenLoopLine(Loop{ID: "loop_003", Text: "Confirm MinIO versioning", Priority: "low", Opened: date(2026, 2, 1)}, at))
 	require.Equal(t, "- hand-written — frozen 2026-03-01", FrozenLoopLine(Loop{Text: "hand-written"}, at))
@@ -177,19 +177,17 @@ func TestEvictionRecordLines(t *testing.T) {
 func TestEvictionFlow(t *testing.T) {
 	now := date(2026, 3, 1)
 	facts := readTestdata(t, "facts.md")
-	kept, evicted := EvictFacts(facts, bytesOver4(facts)-30, bytesOver4, func(f Fact) time.Time {
-		if f.Section == "Домен" {
-			return now.AddDate(0, -2, 0)
-		}
-		return now
-	}, now)
+	kept, evicted, fits := EvictFacts(facts, bytesOver4(facts)-30, bytesOver4, func(f Fact) FactRank {
+		return FactRank{Stale: f.Section == "Домен", Added: int64(f.Line)}
+	})
+	require.True(t, fits)
 	require.Len(t, evicted, 2)
 	var lines []string
 	for _, f := range evicted {
-		lines = append(lines, EvictedFactLine(f, now, FactEvictionReason(now.AddDate(0, -2, 0), now)))
+		lines = append(lines, EvictedFactLine(f, now.AddDate(0, -2, 0), now, WhyStaleFact))
 	}
 	decisions := AppendToDecisionsSection(readTestdata(t, "decisions.md"), "garden-bloom-curator", SectionEvictedFacts, lines)
-	require.Contains(t, decisions, "- Old fact about NotebookLM quotas — evicted 2026-02-11 (stale-fact)\n- Garden Bloom is a digital garden: notes are published from an Obsidian vault — evicted 2026-03-01 (stale-fact)\n- Notes move through the states seed → sprout → evergreen — evicted 2026-03-01 (stale-fact)\n")
+	require.Contains(t, decisions, "- Old fact about NotebookLM quotas — evicted 2026-02-11 (stale-fact)\n- Garden Bloom is a digital garden: notes are published from an Obsidian vault — added 2026-01-01, evicted 2026-03-01 (stale-fact)\n- Notes move through the states seed → sprout → evergreen — added 2026-01-01, evicted 2026-03-01 (stale-fact)\n  - a note becomes evergreen only after human review\n")
 	require.NotContains(t, kept, "digital garden")
 	require.NotContains(t, kept, "evergreen")
 	require.Contains(t, kept, "## Домен\n\n## Технічні знання")
@@ -198,9 +196,10 @@ func TestEvictionFlow(t *testing.T) {
 func TestEvictNothingToRemove(t *testing.T) {
 	now := date(2026, 3, 1)
 	facts := "# Facts: a1\n\n## A\n"
-	kept, evicted := EvictFacts(facts, 0, bytesOver4, func(Fact) time.Time { return now }, now)
+	kept, evicted, fits := EvictFacts(facts, 0, bytesOver4, func(Fact) FactRank { return FactRank{} })
 	require.Equal(t, facts, kept)
 	require.Nil(t, evicted)
+	require.False(t, fits)
 
 	loops := "# Open Loops: a1\n\n## Critical\n- [ ] loop_001: x — opened 2026-01-01 | priority: critical\n"
 	kept, closed, frozen := EvictLoops(loops, 0, bytesOver4, now)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -16,6 +17,8 @@ type Fact struct {
 	Text string
 	// Line is the 1-based line number of the bullet in the parsed file.
 	Line int
+	// More are the fact's sub-bullets and wrapped lines, as in the file.
+	More []string
 }
 
 // ParseFacts returns the facts of a facts.md file in file order: every
@@ -33,7 +36,11 @@ func parseFacts(d *doc) []Fact {
 	var out []Fact
 	for i, l := range d.bodyLines {
 		if t, ok := bulletText(l.text); ok && t != "" {
-			out = append(out, Fact{Section: l.section, Text: t, Line: i + 1})
+			f := Fact{Section: l.section, Text: t, Line: i + 1}
+			if end := d.itemEnd(i); end > i+1 {
+				f.More = slices.Clone(d.lines[i+1 : end])
+			}
+			out = append(out, f)
 		}
 	}
 	return out

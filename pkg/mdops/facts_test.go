@@ -119,7 +119,7 @@ func TestParseFacts(t *testing.T) {
 	got := ParseFacts(readTestdata(t, "facts.md"))
 	require.Equal(t, []Fact{
 		{Section: "Домен", Text: "Garden Bloom is a digital garden: notes are published from an Obsidian vault", Line: 4},
-		{Section: "Домен", Text: "Notes move through the states seed → sprout → evergreen", Line: 5},
+		{Section: "Домен", Text: "Notes move through the states seed → sprout → evergreen", Line: 5, More: []string{"  - a note becomes evergreen only after human review"}},
 		{Section: "Технічні знання", Text: "MinIO bucket `mcpstorage` has object versioning enabled", Line: 9},
 		{Section: "Технічні знання", Text: "The gateway is a Cloudflare Worker; it applies proposals as one git commit", Line: 10},
 		{Section: "Технічні знання", Text: "Example config (kept verbatim):", Line: 11},

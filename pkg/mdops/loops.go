@@ -336,6 +336,13 @@ func OpenLoop(md, agentID, section, text, priority string, date time.Time) (out,
 	if err != nil {
 		return "", "", err
 	}
+	// A loop is one line: text on further lines is folded into it, but a
+	// heading there was meant to reshape the file, as in a fact.
+	for n, l := range Lines(clean) {
+		if n > 0 && strings.HasPrefix(strings.TrimSpace(l), "#") {
+			return "", "", fmt.Errorf("%w: loop text line %d starts with '#' (headings are not allowed in loops): %q", ErrBadContent, n+1, strings.TrimSpace(l))
+		}
+	}
 	text = collapseSpace(clean)
 	if text == "" {
 		return "", "", fmt.Errorf("%w: empty loop text", ErrBadContent)

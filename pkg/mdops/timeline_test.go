@@ -1,6 +1,8 @@
 package mdops
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,4 +40,25 @@ func TestAddTimelineEntryExistingFile(t *testing.T) {
 	// A missing Runs section is created at the end.
 	require.Equal(t, "# Timeline: a1 / 2026-02-17\nintro\n\n## Runs\n\n### 12:00\n",
 		AddTimelineEntry("# Timeline: a1 / 2026-02-17\nintro\n", "a1", at, TimelineEntry{}))
+}
+
+// Spec DiffMem §3.2: a day's timeline file is at most 2,000 tokens and an
+// entry carries the run's duration. Older entries of the day fold into one
+// summary line; the newest entries stay whole.
+func TestTimelineDayStaysWithinLimit(t *testing.T) {
+	md := ""
+	at := date(2026, 2, 17)
+	for i := range 200 {
+		md = AddTimelineEntry(md, "a1", at.Add(time.Duration(i)*4*time.Minute), TimelineEntry{
+			RunID: fmt.Sprintf("run_%03d", i), ProposalID: fmt.Sprintf("proposal_%03d", i), Status: "applied",
+			Task: "Analyse the replication lag of the eastern region", Result: "updated facts.md", Duration: 45 * time.Second})
+		md = FoldTimeline(md, 500, bytesOver4)
+		require.LessOrEqual(t, bytesOver4(md), 500, "entry %d", i)
+		requireFile(t, md)
+		require.Contains(t, md, fmt.Sprintf("### %s — run_%03d\n**Duration:** 45s\n", at.Add(time.Duration(i)*4*time.Minute).Format("15:04"), i), "the newest entry stays whole")
+	}
+	require.Regexp(t, `\n## Runs\n\n\*\*Earlier:\*\* 1\d\d runs 00:00–\d\d:\d\d folded \(see git history\)\n\n### `, md)
+	require.Equal(t, 1, strings.Count(md, "**Earlier:**"))
+	// Under the limit nothing changes.
+	require.Equal(t, md, FoldTimeline(md, 10000, bytesOver4))
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/restjson"
@@ -31,6 +32,12 @@ const (
 	KindPolicy      Kind = "policy"
 	KindLogicPseudo Kind = "logic_pseudo"
 	KindLogicDrakon Kind = "logic_drakon"
+	// KindArtifact is a file a run produced, runs/run_<id>/artifacts/<name>
+	// (spec integration §1).
+	KindArtifact Kind = "artifact"
+	// KindLogicVersion is a previous logic file the engine kept when
+	// logic/current.* was replaced: logic/versions/v<version>/current.*.
+	KindLogicVersion Kind = "logic_version"
 )
 
 // Relative names of an agent's fixed files.
@@ -53,6 +60,9 @@ const (
 	OpenLoopsLimit = 2000
 	Layer1Limit    = 12000
 	RunLimit       = 8000
+	// TimelineDayLimit bounds one day's timeline file (spec DiffMem §3.2);
+	// older entries of the day are folded into a summary line.
+	TimelineDayLimit = 2000
 	// ChangelogKeep is how many changelog entries the file keeps.
 	ChangelogKeep = 30
 )
@@ -66,6 +76,10 @@ var (
 var (
 	runFileRe  = regexp.MustCompile(`^runs/run_([A-Za-z0-9_-]{1,64})\.md$`)
 	timelineRe = regexp.MustCompile(`^timeline/(\d{4}-\d{2}-\d{2})\.md$`)
+	// An artifact name: letters, digits, '.', '_' and '-', not starting
+	// with '.', so no name can climb out of its folder or hide.
+	artifactRe     = regexp.MustCompile(`^runs/run_[A-Za-z0-9_-]{1,64}/artifacts/[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
+	logicVersionRe = regexp.MustCompile(`^logic/versions/v[0-9]{1,10}/current\.(pseudo\.md|drakon\.json)$`)
 	agentIDRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 	runIDRe    = regexp.MustCompile(`^(run_)?[A-Za-z0-9_-]{1,64}$`)
 )
@@ -129,6 +143,10 @@ func Resolve(agentID, rel string) (File, error) {
 		f.Kind, f.Layer = KindRun, 2
 	case timelineRe.MatchString(rel):
 		f.Kind, f.Layer = KindTimeline, 2
+	case artifactRe.MatchString(rel) && !strings.Contains(rel, ".."):
+		f.Kind, f.Layer = KindArtifact, 2
+	case logicVersionRe.MatchString(rel):
+		f.Kind, f.Path = KindLogicVersion, LogicDir(agentID)+rel[len("logic/"):]
 	default:
 		return File{}, fmt.Errorf("%w: %q", ErrInvalidPath, rel)
 	}
@@ -144,6 +162,13 @@ func RunIDOfFile(rel string) string {
 	return "run_" + m[1]
 }
 
+// LogicVersionFile is where the engine keeps the logic file rel
+// ("logic/current.pseudo.md") as it was before the commit that made
+// version v replaced it.
+func LogicVersionFile(rel string, v int32) string {
+	return fmt.Sprintf("logic/versions/v%d/%s", v, rel[len("logic/"):])
+}
+
 // TimelineFile is the timeline file of a UTC date "YYYY-MM-DD".
 func TimelineFile(date string) string { return "timeline/" + date + ".md" }
 
@@ -155,6 +180,7 @@ var proposable = map[Kind][]memoryv1.Operation{
 	KindOpenLoops:   {memoryv1.Operation_OPERATION_OPEN, memoryv1.Operation_OPERATION_CLOSE},
 	KindDecisions:   {memoryv1.Operation_OPERATION_ADD_DECISION},
 	KindRun:         {memoryv1.Operation_OPERATION_WRITE_RUN},
+	KindArtifact:    {memoryv1.Operation_OPERATION_WRITE_ARTIFACT},
 	KindLogicPseudo: {memoryv1.Operation_OPERATION_REPLACE},
 	KindLogicDrakon: {memoryv1.Operation_OPERATION_REPLACE},
 	KindPolicy:      {memoryv1.Operation_OPERATION_REPLACE},
@@ -165,7 +191,7 @@ var proposable = map[Kind][]memoryv1.Operation{
 // happened, restores included, and are never rolled back.
 func Restorable(k Kind) bool {
 	switch k {
-	case KindSnapshot, KindFacts, KindOpenLoops, KindDecisions, KindRun, KindPolicy:
+	case KindSnapshot, KindFacts, KindOpenLoops, KindDecisions, KindRun, KindArtifact, KindPolicy:
 		return true
 	}
 	return false

@@ -103,13 +103,14 @@ func TestEveryOperation(t *testing.T) {
 	require.NotContains(t, e.file("ops", "facts.md"), "fact one")
 	require.Contains(t, e.file("ops", "facts.md"), "fact two")
 
-	// An operation that cannot apply fails with the reason and writes nothing.
+	// An operation that cannot apply is refused at propose with the
+	// reason, and nothing is stored or written.
 	before := e.commitCount()
-	resp = e.propose(&memoryv1.ProposeRequest{AgentId: "ops", RunId: "run_3", Updates: []*memoryv1.FileUpdate{
+	_, err := e.client.Propose(e.service(), &memoryv1.ProposeRequest{AgentId: "ops", RunId: "run_3", Updates: []*memoryv1.FileUpdate{
 		{File: "open_loops.md", Operation: memoryv1.Operation_OPERATION_CLOSE, LoopId: "loop_404", Resolution: "x"}}})
-	p := e.wait(resp.GetProposalId(), memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED)
-	require.Equal(t, memoryv1.StatusReason_STATUS_REASON_VALIDATION_FAILED, p.GetReason())
-	require.Contains(t, p.GetMessage(), "loop_404")
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	require.Contains(t, err.Error(), "loop_404")
+	require.Equal(t, "updates[0].loopId", apierr.Info(err).GetMetadata()["field"])
 	require.Equal(t, before, e.commitCount())
 }
 
@@ -252,19 +253,30 @@ func TestReviewFlow(t *testing.T) {
 	require.Equal(t, memoryv1.StatusReason_STATUS_REASON_REVIEWER_REJECTED, rej.GetProposal().GetReason())
 	require.Equal(t, "not a fact", rej.GetProposal().GetMessage())
 
-	// Retry takes failed back to approved.
-	resp = e.propose(&memoryv1.ProposeRequest{AgentId: "a", RunId: "run_3", Updates: []*memoryv1.FileUpdate{
-		{File: "facts.md", Operation: memoryv1.Operation_OPERATION_REMOVE, Content: "- not there"}}})
+	// Retry takes failed back to approved. A removal valid when proposed
+	// fails once another proposal has removed the same fact first and a
+	// reviewer insists on applying it on top.
+	removeX := []*memoryv1.FileUpdate{{File: "facts.md", Operation: memoryv1.Operation_OPERATION_REMOVE, Content: "- x"}}
+	resp = e.propose(&memoryv1.ProposeRequest{AgentId: "a", RunId: "run_3", Updates: removeX})
 	_, err = e.client.RetryProposal(e.reviewer(), &memoryv1.RetryProposalRequest{ProposalId: resp.GetProposalId()})
 	require.Equal(t, codes.FailedPrecondition, status.Code(err), "only failed proposals are retried")
+	first := e.propose(&memoryv1.ProposeRequest{AgentId: "a", RunId: "run_4", Updates: removeX})
+	_, err = e.client.ApproveProposal(e.reviewer(), &memoryv1.ApproveProposalRequest{ProposalId: first.GetProposalId()})
+	require.NoError(t, err)
+	e.waitApplied(first.GetProposalId())
 	_, err = e.client.ApproveProposal(e.reviewer(), &memoryv1.ApproveProposalRequest{ProposalId: resp.GetProposalId()})
 	require.NoError(t, err)
-	e.wait(resp.GetProposalId(), memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED)
+	e.wait(resp.GetProposalId(), memoryv1.ProposalStatus_PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW)
+	_, err = e.client.ApproveProposal(e.reviewer(), &memoryv1.ApproveProposalRequest{ProposalId: resp.GetProposalId()})
+	require.NoError(t, err)
+	p = e.wait(resp.GetProposalId(), memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED)
+	require.Contains(t, p.GetMessage(), "not found")
+	attempts := p.GetAttempts()
 	retried, err := e.client.RetryProposal(e.reviewer(), &memoryv1.RetryProposalRequest{ProposalId: resp.GetProposalId()})
 	require.NoError(t, err)
 	require.Equal(t, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED, retried.GetProposal().GetStatus())
 	p = e.wait(resp.GetProposalId(), memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED)
-	require.Equal(t, int32(2), p.GetAttempts())
+	require.Equal(t, attempts+1, p.GetAttempts())
 
 	// Listing by agent and status, newest first.
 	list, err := e.client.ListProposals(e.reviewer(), &memoryv1.ListProposalsRequest{AgentId: "a", Status: memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED})
@@ -276,7 +288,7 @@ func TestReviewFlow(t *testing.T) {
 	require.NotEmpty(t, all.GetNextPageToken())
 	rest, err := e.client.ListProposals(e.reviewer(), &memoryv1.ListProposalsRequest{AgentId: "a", PageSize: 2, PageToken: all.GetNextPageToken()})
 	require.NoError(t, err)
-	require.Len(t, rest.GetProposals(), 1)
+	require.Len(t, rest.GetProposals(), 2, "four proposals: two on the first page, two on the second")
 	require.Greater(t, all.GetProposals()[0].GetProposalId(), all.GetProposals()[1].GetProposalId())
 }
 

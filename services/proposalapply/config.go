@@ -36,6 +36,12 @@ type Config struct {
 	RunRetention time.Duration
 	// RotateEvery runs run rotation on a schedule (0 = only on demand).
 	RotateEvery time.Duration
+	// AlwaysLoadLimit caps the tokens of all ALWAYS_LOAD blocks of an
+	// agent's Layer 1 files, so they can never push facts or loops out of a
+	// basic or wide read.
+	AlwaysLoadLimit int
+	// MaxArtifactBytes bounds one run artifact (write_artifact).
+	MaxArtifactBytes int
 }
 
 // RegisterFlags adds proposal-apply's flags.
@@ -49,6 +55,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.GitCredentialsFile, "git-credentials-file", "", "file with user:password for --git-remote-url (proposal-apply only)")
 	fs.DurationVar(&c.WatchPoll, "watch-poll", 500*time.Millisecond, "how often the commit stream checks main for commits made with plain git")
 	fs.IntVar(&c.MaxUpdates, "max-updates", 50, "most updates one proposal may carry")
+	fs.IntVar(&c.AlwaysLoadLimit, "always-load-limit", 1000, "most tokens all ALWAYS_LOAD blocks of an agent's Layer 1 files may hold together (checked at propose)")
+	fs.IntVar(&c.MaxArtifactBytes, "max-artifact-bytes", 256<<10, "largest run artifact (runs/run_<id>/artifacts/<name>) a proposal may write, in bytes")
 	fs.DurationVar(&c.RunRetention, "run-retention", 90*24*time.Hour, "run files unchanged this long move to memory-archive/<agent>/runs/<yyyy>/<mm>/ in the object store")
 	fs.DurationVar(&c.RotateEvery, "rotate-runs-every", 24*time.Hour, "how often run rotation runs (first ten minutes after start; 0 = only on demand via RotateRuns)")
 	fs.DurationVar(&c.BackupEvery, "backup-every", 0, "write a git bundle of the monorepo to git-backup/ in the object store this often (0 = only on demand)")
@@ -73,6 +81,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxUpdates <= 0 {
 		return errors.New("--max-updates must be positive")
+	}
+	if c.AlwaysLoadLimit < 0 {
+		return errors.New("--always-load-limit must not be negative")
+	}
+	if c.MaxArtifactBytes <= 0 {
+		return errors.New("--max-artifact-bytes must be positive")
 	}
 	if c.GitCredentialsFile != "" && c.GitRemoteURL == "" {
 		return errors.New("--git-credentials-file needs --git-remote-url")

@@ -169,7 +169,9 @@ type outcome struct {
 	currentVersion int32
 	resolution     string
 	flags          []string
-	addedFacts     []string
+	// What the plan did besides the proposal's own updates.
+	evictedFacts, frozenLoops, removedClosedLoops, warnings []string
+	addedFacts, goneFacts                                 []string
 }
 
 func failure(reason memoryv1.StatusReason, msg string) outcome {
@@ -218,14 +220,20 @@ func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outco
 			}, nil
 		}
 	}
-	factTime, err := s.facts.TimeOf(ctx, agent)
+	facts, err := s.facts.RecordsOf(ctx, agent)
 	if err != nil {
 		return outcome{}, err
 	}
 	now := s.now()
-	plan, err := applyplan.Build(applyplan.Input{Proposal: p, Read: headRead, Now: now, Counter: s.counter, FactTime: factTime})
-	if errors.Is(err, applyplan.ErrInvalid) {
-		return failure(memoryv1.StatusReason_STATUS_REASON_VALIDATION_FAILED, err.Error()), nil
+	plan, err := applyplan.Build(applyplan.Input{Proposal: p, Read: headRead, Now: now, Counter: s.counter, Facts: facts})
+	if inv := (*applyplan.Invalid)(nil); errors.As(err, &inv) {
+		o := failure(memoryv1.StatusReason_STATUS_REASON_VALIDATION_FAILED, err.Error())
+		if inv.Reason == memoryv1.ErrorReason_ERROR_REASON_TOKEN_LIMIT_EXCEEDED {
+			// The proposal's own additions do not fit (spec §11.3): it is
+			// refused, not retried.
+			o.status = memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED
+		}
+		return o, nil
 	}
 	if err != nil {
 		return outcome{}, err
@@ -253,7 +261,8 @@ func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outco
 	}
 	return outcome{
 		status: memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED, sha: sha.String(), version: plan.Meta.Version,
-		addedFacts: plan.AddedFacts,
+		evictedFacts: plan.EvictedFacts, frozenLoops: plan.FrozenLoops, removedClosedLoops: plan.RemovedClosedLoops,
+		warnings: plan.Warnings, addedFacts: plan.AddedFacts, goneFacts: append(plan.RemovedFacts, plan.EvictedFacts...),
 	}, nil
 }
 
@@ -270,6 +279,10 @@ func (e *engine) finish(ctx context.Context, rec *proposalstore.Record, o outcom
 		if len(o.flags) > 0 {
 			p.Flags = o.flags
 		}
+		p.EvictedFacts, p.FrozenLoops, p.RemovedClosedLoops = o.evictedFacts, o.frozenLoops, o.removedClosedLoops
+		if len(o.warnings) > 0 {
+			p.Warnings = o.warnings
+		}
 		p.UpdatedAt = timestamppb.New(now)
 		if o.status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED {
 			p.AppliedAt = timestamppb.New(now)
@@ -284,8 +297,9 @@ func (e *engine) finish(ctx context.Context, rec *proposalstore.Record, o outcom
 	log := s.logger.With("proposal", id, "agent", rec.Proposal.GetAgentId(), "status", o.status.String(), "duration_ms", now.Sub(start).Milliseconds())
 	if o.status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED {
 		log.Info("proposal applied", "commit", o.sha, "version", o.version)
-		if err := s.facts.Added(ctx, rec.Proposal.GetAgentId(), o.addedFacts, now); err != nil {
-			s.logger.Warn("fact index not updated", "agent", rec.Proposal.GetAgentId(), "err", err)
+		agent := rec.Proposal.GetAgentId()
+		if err := errors.Join(s.facts.Forget(ctx, agent, o.goneFacts), s.facts.Added(ctx, agent, o.addedFacts, now, o.version)); err != nil {
+			s.logger.Warn("fact index not updated", "agent", agent, "err", err)
 		}
 		s.hub.notify()
 		s.pusher.kick()

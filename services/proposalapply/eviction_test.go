@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/mdops"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 )
@@ -99,9 +102,10 @@ func TestOpenLoopsEviction(t *testing.T) {
 	require.Contains(t, e.git("log", "-1", "--format=%B", p.GetCommitSha()), "evicted: stale-fact")
 }
 
-// A proposal whose loops cannot be brought under the limit fails and
-// changes nothing: Layer 1 limits hold after every apply.
-func TestLimitEvictionCannotMeetFails(t *testing.T) {
+// A proposal whose own loops cannot fit under the limit is refused at
+// propose with the counts: no eviction could make room for them, and
+// nothing is stored or written.
+func TestLimitEvictionCannotMeetRefused(t *testing.T) {
 	e := newEnv(t, autoApprove)
 	var opens []*memoryv1.FileUpdate
 	for i := range 45 {
@@ -110,9 +114,12 @@ func TestLimitEvictionCannotMeetFails(t *testing.T) {
 			Content:      fmt.Sprintf("Critical item %d that must stay open until the migration of the storage layer completes in every region and every zone of the cluster", i)})
 	}
 	before := e.commitCount()
-	resp := e.propose(&memoryv1.ProposeRequest{AgentId: "full", RunId: "run_1", Updates: opens})
-	p := e.wait(resp.GetProposalId(), memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED)
-	require.Contains(t, p.GetMessage(), "open_loops.md")
-	require.Contains(t, p.GetMessage(), "hard limit")
+	_, err := e.client.Propose(e.service(), &memoryv1.ProposeRequest{AgentId: "full", RunId: "run_1", Updates: opens})
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	info := apierr.Info(err)
+	require.Equal(t, "TOKEN_LIMIT_EXCEEDED", info.GetReason())
+	require.Equal(t, "open_loops.md", info.GetMetadata()["file"])
+	require.Equal(t, "2000", info.GetMetadata()["limit"])
+	require.Contains(t, err.Error(), "hard limit")
 	require.Equal(t, before, e.commitCount())
 }

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/garden-bloom/memory/pkg/applyplan"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/mdops"
 )
@@ -44,6 +46,9 @@ type factDoc struct {
 type factTime struct {
 	Added time.Time `json:"added,omitzero"`
 	Used  time.Time `json:"used,omitzero"`
+	// Version is the agent's meta.json version of the commit that added
+	// the fact: eviction orders facts by it (many commits share a second).
+	Version int32 `json:"version,omitzero"`
 }
 
 // appendJSON appends d as json.Marshal encodes it (keys sorted, zero times
@@ -65,12 +70,21 @@ func (d *factDoc) appendJSON(b []byte) []byte {
 			b = append(b, `"added":`...)
 			b = appendJSONTime(b, t.Added)
 		}
+		sep := !t.Added.IsZero()
 		if !t.Used.IsZero() {
-			if !t.Added.IsZero() {
+			if sep {
 				b = append(b, ',')
 			}
 			b = append(b, `"used":`...)
 			b = appendJSONTime(b, t.Used)
+			sep = true
+		}
+		if t.Version != 0 {
+			if sep {
+				b = append(b, ',')
+			}
+			b = append(b, `"version":`...)
+			b = strconv.AppendInt(b, int64(t.Version), 10)
 		}
 		b = append(b, '}')
 	}
@@ -136,34 +150,33 @@ func (f *factTimes) load(ctx context.Context, agentID string) (*factDoc, error) 
 	return d, nil
 }
 
-// TimeOf returns the function eviction orders facts by: the later of when a
-// fact was added and when it was last used.
-func (f *factTimes) TimeOf(ctx context.Context, agentID string) (func(text string) time.Time, error) {
+// RecordsOf returns what eviction orders the agent's facts by: when each
+// was added (and by which version) and last used. A fact the index has no
+// record of counts as added when the index first saw the agent, version 0.
+func (f *factTimes) RecordsOf(ctx context.Context, agentID string) (func(text string) applyplan.FactRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d, err := f.load(ctx, agentID)
 	if err != nil {
 		return nil, err
 	}
-	snapshot := make(map[string]time.Time, len(d.Facts))
+	snapshot := make(map[string]applyplan.FactRecord, len(d.Facts))
 	for h, t := range d.Facts {
-		latest := t.Added
-		if t.Used.After(latest) {
-			latest = t.Used
-		}
-		snapshot[h] = latest
+		snapshot[h] = applyplan.FactRecord{Added: t.Added, Used: t.Used, Version: t.Version}
 	}
 	since := d.Since
-	return func(text string) time.Time {
-		if t, ok := snapshot[mdops.FactHash(text)]; ok && !t.IsZero() {
-			return t
+	return func(text string) applyplan.FactRecord {
+		r, ok := snapshot[mdops.FactHash(text)]
+		if !ok || r.Added.IsZero() {
+			r.Added = since
 		}
-		return since
+		return r
 	}, nil
 }
 
-// Added records facts added at time at.
-func (f *factTimes) Added(ctx context.Context, agentID string, facts []string, at time.Time) error {
+// Added records facts added at time at by the commit that made the agent's
+// version.
+func (f *factTimes) Added(ctx context.Context, agentID string, facts []string, at time.Time, version int32) error {
 	if len(facts) == 0 {
 		return nil
 	}
@@ -174,8 +187,28 @@ func (f *factTimes) Added(ctx context.Context, agentID string, facts []string, a
 				d.Facts[h] = &factTime{}
 			}
 			d.Facts[h].Added = at.UTC()
+			d.Facts[h].Version = version
 		}
 		return len(facts)
+	})
+}
+
+// Forget drops the records of facts that left facts.md, so the index does
+// not grow with history: a fact appended again later starts afresh.
+func (f *factTimes) Forget(ctx context.Context, agentID string, facts []string) error {
+	if len(facts) == 0 {
+		return nil
+	}
+	return f.update(ctx, agentID, func(d *factDoc) int {
+		n := 0
+		for _, text := range facts {
+			h := mdops.FactHash(text)
+			if _, ok := d.Facts[h]; ok {
+				delete(d.Facts, h)
+				n++
+			}
+		}
+		return n
 	})
 }
 

@@ -67,6 +67,9 @@ func TestFactDocJSONMatchesEncodingJSON(t *testing.T) {
 			if rng.IntN(3) > 0 {
 				ft.Used = base.Add(time.Duration(rng.Int64N(1e15)) / time.Second * time.Second)
 			}
+			if rng.IntN(2) > 0 {
+				ft.Version = rng.Int32N(1 << 20)
+			}
 			d.Facts[keys[rng.IntN(len(keys))]+fmt.Sprint(rng.IntN(50))] = ft
 		}
 		want, err := json.Marshal(d)
@@ -84,9 +87,10 @@ func TestFactDocNullEntry(t *testing.T) {
 	_, err = blob.PutBytes(ctx, store, factKey("a"), []byte(`{"since":"2026-11-01T12:00:00Z","facts":{"h1":null,"h2":{"added":"2026-11-02T12:00:00Z"}}}`), blob.PutOptions{})
 	require.NoError(t, err)
 	f := newFactTimes(store, time.Now, discard)
-	timeOf, err := f.TimeOf(ctx, "a")
+	recordOf, err := f.RecordsOf(ctx, "a")
 	require.NoError(t, err)
-	require.Equal(t, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), timeOf("unknown fact"))
+	require.Equal(t, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), recordOf("unknown fact").Added)
+	require.Zero(t, recordOf("unknown fact").Version)
 	require.NoError(t, f.update(ctx, "a", func(d *factDoc) int { return 1 }))
 	require.NoError(t, f.Flush(ctx))
 	data, _, err := blob.GetBytes(ctx, store, factKey("a"))
@@ -105,11 +109,11 @@ func TestFactDocUnreadableStartsAfresh(t *testing.T) {
 	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
 	var logs strings.Builder
 	f := newFactTimes(store, func() time.Time { return now }, slog.New(slog.NewTextHandler(&logs, nil)))
-	timeOf, err := f.TimeOf(ctx, "a")
+	recordOf, err := f.RecordsOf(ctx, "a")
 	require.NoError(t, err)
-	require.Equal(t, now, timeOf("any fact"), "no times known: every fact counts as added now")
+	require.Equal(t, now, recordOf("any fact").Added, "no times known: every fact counts as added now")
 	require.Contains(t, logs.String(), "unreadable fact index")
-	require.NoError(t, f.Added(ctx, "a", []string{"a new fact"}, now))
+	require.NoError(t, f.Added(ctx, "a", []string{"a new fact"}, now, 3))
 	require.NoError(t, f.Flush(ctx))
 	data, _, err := blob.GetBytes(ctx, store, factKey("a"))
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,10 +16,13 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/applyplan"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/dupfacts"
+	"github.com/garden-bloom/memory/pkg/entitygraph"
 	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/memread"
 	"github.com/garden-bloom/memory/pkg/proposalstore"
 	"github.com/garden-bloom/memory/pkg/restjson"
 )
@@ -67,7 +71,7 @@ func (h *handler) propose(ctx context.Context, req *memoryv1.ProposeRequest, sta
 	if err != nil {
 		return nil, err
 	}
-	updates, err := validateProposal(req, s.counter, s.cfg.MaxUpdates)
+	updates, err := validateProposal(req, s.counter, s.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -77,9 +81,19 @@ func (h *handler) propose(ctx context.Context, req *memoryv1.ProposeRequest, sta
 	}
 	p := s.newProposal(req.GetAgentId(), req.GetRunId(), claims.Subject)
 	p.ExpectedVersion, p.Updates, p.Reasoning = req.ExpectedVersion, updates, req.GetReasoning()
-	p.EntityRefs, p.IdempotencyKey = req.GetEntityRefs(), req.GetIdempotencyKey()
+	p.EntityRefs, p.IdempotencyKey, p.RunDuration = req.GetEntityRefs(), req.GetIdempotencyKey(), req.GetRunDuration()
 	if req.GetPriority() != memoryv1.Priority_PRIORITY_UNSPECIFIED {
 		p.Priority = req.GetPriority()
+	}
+	if p.ExpectedVersion == nil || p.GetExpectedVersion() == meta.Version {
+		// A proposal made on a stale version is recorded as a version
+		// conflict; any other is planned on head now, as the apply will
+		// plan it, so what can be known now is refused now.
+		plan, err := h.dryRun(ctx, p, head)
+		if err != nil {
+			return nil, err
+		}
+		p.Warnings = plan.Warnings
 	}
 	guard, err := h.guardFlags(ctx, p, head)
 	if err != nil {
@@ -94,6 +108,68 @@ func (h *handler) propose(ctx context.Context, req *memoryv1.ProposeRequest, sta
 		return nil, h.internal(err, "storing the proposal")
 	}
 	return proposeResponse(rec.Proposal), nil
+}
+
+// dryRun plans p's commit on head exactly as the apply does and refuses the
+// proposal with the plan's reason when it cannot apply there: a loop that is
+// not open, a fact that is not in facts.md, a heading smuggled into a
+// section, additions that alone exceed a Layer 1 limit (spec DiffMem
+// §11.3), ALWAYS_LOAD blocks over --always-load-limit.
+func (h *handler) dryRun(ctx context.Context, p *memoryv1.Proposal, head plumbing.Hash) (*applyplan.Plan, error) {
+	s := h.svc
+	facts, err := s.facts.RecordsOf(ctx, p.GetAgentId())
+	if err != nil {
+		return nil, h.internal(err, "reading the agent's fact index")
+	}
+	read := s.reader(ctx, head, p.GetAgentId())
+	plan, err := applyplan.Build(applyplan.Input{Proposal: p, Read: read, Now: s.now(), Counter: s.counter, Facts: facts})
+	if inv := (*applyplan.Invalid)(nil); errors.As(err, &inv) {
+		code := codes.InvalidArgument
+		if inv.Reason == memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED {
+			code = codes.DataLoss
+		}
+		return nil, apierr.New(code, inv.Reason, inv.Msg, inv.Metadata)
+	}
+	if err != nil {
+		return nil, h.internal(err, "reading the agent's memory")
+	}
+	if err := s.checkAlwaysLoad(plan, read); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// checkAlwaysLoad refuses a plan that grows the agent's ALWAYS_LOAD blocks
+// past --always-load-limit. Blocks a person already put over the cap do not
+// block proposals that leave them alone.
+func (s *Service) checkAlwaysLoad(plan *applyplan.Plan, read applyplan.Reader) error {
+	var before, after int
+	for _, rel := range []string{memlayout.SnapshotFile, memlayout.FactsFile, memlayout.OpenLoopsFile} {
+		cur, _, err := read(rel)
+		if err != nil {
+			return err
+		}
+		next, changed := plan.Changes[rel]
+		if !changed {
+			next = cur
+		}
+		before += s.alwaysLoadTokens(cur)
+		after += s.alwaysLoadTokens(next)
+	}
+	if after > s.cfg.AlwaysLoadLimit && after > before {
+		return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_TOKEN_LIMIT_EXCEEDED,
+			fmt.Sprintf("ALWAYS_LOAD blocks of snapshot.md, facts.md and open_loops.md would hold %d tokens, over --always-load-limit %d: they would crowd out facts and loops in every read", after, s.cfg.AlwaysLoadLimit),
+			map[string]string{"file": "ALWAYS_LOAD", "tokens": strconv.Itoa(after), "limit": strconv.Itoa(s.cfg.AlwaysLoadLimit), "encoding": s.counter.Encoding()})
+	}
+	return nil
+}
+
+func (s *Service) alwaysLoadTokens(md string) int {
+	n := 0
+	for _, b := range memread.AlwaysLoadBlocks(md) {
+		n += s.counter.Count(b)
+	}
+	return n
 }
 
 // submit decides a new proposal's status (version check, policy, flags),
@@ -182,20 +258,35 @@ func (h *handler) guardFlags(ctx context.Context, p *memoryv1.Proposal, head plu
 }
 
 // graphFlags asks entity-graph's guard about the proposal's entity refs and
-// the facts it removes.
+// the facts it removes. A ref to an entity the proposal itself introduces
+// (a [[MinIO]] link in its content for "minio") is not unknown: the commit
+// brings it.
 func (h *handler) graphFlags(ctx context.Context, p *memoryv1.Proposal) []string {
 	var removals []*memoryv1.FileUpdate
+	introduced := map[string]bool{}
 	for _, u := range p.GetUpdates() {
 		if u.GetFile() == memlayout.FactsFile && u.GetOperation() == memoryv1.Operation_OPERATION_REMOVE {
 			removals = append(removals, u)
+			continue
+		}
+		if f, err := memlayout.Resolve(p.GetAgentId(), u.GetFile()); err == nil {
+			for _, m := range entitygraph.Extract(f.Path, u.GetContent()+"\n"+decisionText(u.GetDecision())) {
+				introduced[m.EntityID] = true
+			}
 		}
 	}
-	if h.svc.guard == nil || (len(p.GetEntityRefs()) == 0 && len(removals) == 0) {
+	var refs []string
+	for _, r := range p.GetEntityRefs() {
+		if !introduced[entitygraph.Slug(r)] {
+			refs = append(refs, r)
+		}
+	}
+	if h.svc.guard == nil || (len(refs) == 0 && len(removals) == 0) {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardTimeout)
 	defer cancel()
-	resp, err := h.svc.guard.CheckProposal(cctx, &memoryv1.CheckProposalRequest{AgentId: p.GetAgentId(), Updates: removals, EntityRefs: p.GetEntityRefs()})
+	resp, err := h.svc.guard.CheckProposal(cctx, &memoryv1.CheckProposalRequest{AgentId: p.GetAgentId(), Updates: removals, EntityRefs: refs})
 	if err != nil {
 		h.svc.logger.Warn("semantic guard unavailable; proposal not checked", "agent", p.GetAgentId(), "err", err)
 		return nil
@@ -205,6 +296,14 @@ func (h *handler) graphFlags(ctx context.Context, p *memoryv1.Proposal) []string
 		flags = append(flags, "semantic guard: "+f.GetKind()+": "+f.GetDetail())
 	}
 	return flags
+}
+
+// decisionText is a decision's prose, where it may link entities.
+func decisionText(d *memoryv1.Decision) string {
+	if d == nil {
+		return ""
+	}
+	return strings.Join([]string{d.GetTitle(), d.GetContext(), d.GetDecision(), d.GetRationale(), d.GetConsequences()}, "\n")
 }
 
 // reviewFlags lists why a proposal needs a person whatever the policy says.

@@ -90,7 +90,7 @@ func (h *handler) OnboardAgent(ctx context.Context, req *memoryv1.OnboardAgentRe
 	// The same validation as any proposal, snapshot limit included.
 	propose := &memoryv1.ProposeRequest{AgentId: agent, RunId: runID, Reasoning: reasoning, IdempotencyKey: "onboard",
 		Updates: []*memoryv1.FileUpdate{{File: memlayout.SnapshotFile, Operation: memoryv1.Operation_OPERATION_REPLACE, Content: snapshot}}}
-	updates, err := validateProposal(propose, s.counter, s.cfg.MaxUpdates)
+	updates, err := validateProposal(propose, s.counter, s.cfg)
 	if err != nil {
 		return nil, err
 	}

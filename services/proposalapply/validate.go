@@ -33,7 +33,8 @@ func invalid(reason memoryv1.ErrorReason, field, msg string) error {
 // validateProposal checks a propose request before anything is stored and
 // returns its updates with content sanitized, which is what gets applied.
 // Every failure is a precise InvalidArgument naming the field.
-func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, maxUpdates int) ([]*memoryv1.FileUpdate, error) {
+func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, cfg Config) ([]*memoryv1.FileUpdate, error) {
+	maxUpdates := cfg.MaxUpdates
 	agent := req.GetAgentId()
 	if !memlayout.ValidAgentID(agent) {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId",
@@ -67,13 +68,16 @@ func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, max
 			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, fmt.Sprintf("entityRefs[%d]", i), "empty entity ref")
 		}
 	}
+	if d := req.GetRunDuration(); d != nil && (d.CheckValid() != nil || d.AsDuration() < 0) {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "runDuration", "runDuration must be a valid, non-negative duration")
+	}
 	if p := req.GetPriority(); p != memoryv1.Priority_PRIORITY_UNSPECIFIED && p != memoryv1.Priority_PRIORITY_NORMAL && p != memoryv1.Priority_PRIORITY_HIGH {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "priority", "priority must be normal or high")
 	}
 
 	out := make([]*memoryv1.FileUpdate, 0, len(req.GetUpdates()))
 	for i, u := range req.GetUpdates() {
-		clean, err := validateUpdate(agent, fmt.Sprintf("updates[%d]", i), u, counter)
+		clean, err := validateUpdate(agent, fmt.Sprintf("updates[%d]", i), u, counter, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +86,7 @@ func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, max
 	return out, nil
 }
 
-func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens.Counter) (*memoryv1.FileUpdate, error) {
+func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens.Counter, cfg Config) (*memoryv1.FileUpdate, error) {
 	f, err := memlayout.Resolve(agent, u.GetFile())
 	if err != nil {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, field+".file",
@@ -100,7 +104,11 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+"."+name, field+"."+name+" must be one line")
 		}
 	}
-	if err := checkText(field+".content", u.GetContent(), maxContentBytes); err != nil {
+	maxContent := maxContentBytes
+	if f.Kind == memlayout.KindArtifact {
+		maxContent = cfg.MaxArtifactBytes
+	}
+	if err := checkText(field+".content", u.GetContent(), maxContent); err != nil {
 		return nil, err
 	}
 	op := u.GetOperation()
@@ -110,6 +118,12 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 	}
 
 	switch f.Kind {
+	case memlayout.KindArtifact:
+		// An artifact is kept byte for byte (a log, a report, JSON); it
+		// still may not carry active content.
+		if _, err := mdops.Sanitize(u.GetContent()); errors.Is(err, mdops.ErrScript) {
+			return nil, contentError(field, err)
+		}
 	case memlayout.KindLogicDrakon, memlayout.KindPolicy:
 		if !json.Valid([]byte(u.GetContent())) {
 			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", field+": "+f.Rel+" must be valid JSON")
