@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -467,10 +468,15 @@ func testRESTSnapshots(t *testing.T, d *deployment) {
 	require.Equal(t, "garden-bloom-curator", snap["agentId"])
 	require.Equal(t, revParse(t, filepath.Join(d.dataDir, "memory.git"), "main"), snap["gitCommit"])
 	require.Regexp(t, `^\d+(\.\d)?[KMG]?B$`, snap["size"])
-	require.True(t, strings.HasSuffix(snap["storedAt"].(string), "/memory-snapshots/garden-bloom-curator/pre-migration.tar.gz"), snap["storedAt"])
+	require.True(t, strings.HasSuffix(snap["storedAt"].(string), "/data/memory-snapshots/garden-bloom-curator/pre-migration.tar.gz"), snap["storedAt"])
+	loc, err := neturl.Parse(snap["storedAt"].(string))
+	require.NoError(t, err)
+	opened, err := os.ReadFile(loc.Path)
+	require.NoError(t, err, "storedAt opens the archive written")
 	require.Equal(t, true, snap["restorable"])
-	_, _, err := blob.GetBytes(context.Background(), d.objects, "memory-snapshots/garden-bloom-curator/pre-migration.tar.gz")
+	stored, _, err := blob.GetBytes(context.Background(), d.objects, "memory-snapshots/garden-bloom-curator/pre-migration.tar.gz")
 	require.NoError(t, err, "the archive is in the object store")
+	require.Equal(t, stored, opened)
 
 	code, e, raw = call(t, d, "POST", "/memory/garden-bloom-curator/snapshot", body, admin)
 	require.Equal(t, http.StatusConflict, code, raw)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,15 @@ func TestObjectStoreOutage(t *testing.T) {
 	snap, err := pa.CreateSnapshot(ctx, &memoryv1.CreateSnapshotRequest{AgentId: "outage", Label: "after-outage"})
 	require.NoError(t, err)
 	require.Equal(t, "s3://outage/memory/memory-snapshots/outage/after-outage.tar.gz", snap.GetSnapshot().GetStoredAt())
+	// The URL names the object written: its bucket and key open it with
+	// any S3 client (here ours, at the bucket's root).
+	loc, err := neturl.Parse(snap.GetSnapshot().GetStoredAt())
+	require.NoError(t, err)
+	bucket, err := blob.NewS3(ctx, fmt.Sprintf("s3://%s?endpoint=%s&secure=false", loc.Host, minio.Addr), blobtest.MinIOEnv)
+	require.NoError(t, err)
+	archive, _, err := blob.GetBytes(ctx, bucket, strings.TrimPrefix(loc.Path, "/"))
+	require.NoError(t, err)
+	require.Equal(t, snap.GetSnapshot().GetSizeBytes(), int64(len(archive)))
 	require.Eventually(t, func() bool {
 		r := assemble()
 		return hasSource(r) && len(r.GetWarnings()) == 0

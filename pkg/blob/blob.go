@@ -204,6 +204,22 @@ func GetBytesLimit(ctx context.Context, s Store, key string, limit int64) ([]byt
 	return data, nil
 }
 
+// Locator is a store that can name one of its objects by a URL that opens
+// it with ordinary tools: the folder store a file:// URL of the file that
+// holds the object, S3 an s3://bucket/key URL.
+type Locator interface {
+	Location(key string) string
+}
+
+// Location names key's object in s for people: s's URL for it when s is a
+// Locator, else the key itself.
+func Location(s Store, key string) string {
+	if l, ok := s.(Locator); ok {
+		return l.Location(key)
+	}
+	return key
+}
+
 // Open returns the Store described by rawURL:
 //
 //   - "file:///abs/path" or a bare filesystem path ("/var/lib/x/objects",

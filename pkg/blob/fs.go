@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,6 +120,16 @@ func NewFS(root string) (*FS, error) {
 
 // Dir returns the absolute root directory.
 func (s *FS) Dir() string { return s.dir }
+
+// Location implements Locator: the file:// URL of the file that holds key's
+// object (under the store's data folder), or key itself when key is invalid.
+func (s *FS) Location(key string) string {
+	rel, err := s.rel(dataDir, key)
+	if err != nil || ValidateKey(key) != nil {
+		return key
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(s.dir, rel))}).String()
+}
 
 // Close releases the root directory handle. The FS must not be used after.
 func (s *FS) Close() error { return s.root.Close() }

@@ -81,6 +81,12 @@ func NewS3(ctx context.Context, rawURL string, lookupEnv func(string) (string, b
 	return s, nil
 }
 
+// Location implements Locator: s3://bucket/prefix/key, the object's name
+// for any S3 client (the endpoint is the store's own).
+func (s *S3) Location(key string) string {
+	return (&url.URL{Scheme: "s3", Host: s.bucket, Path: "/" + s.prefix + key}).String()
+}
+
 // ensureBucket creates the bucket when it is missing.
 func (s *S3) ensureBucket(ctx context.Context, region string) error {
 	exists, err := s.client.BucketExists(ctx, s.bucket)

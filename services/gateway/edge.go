@@ -5,12 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -104,10 +107,47 @@ func (e *edge) readBody(w http.ResponseWriter, r *http.Request) (int, error) {
 	if jsonTooDeep(body, MaxJSONDepth) {
 		return http.StatusBadRequest, invalid("the request body nests more than " + strconv.Itoa(MaxJSONDepth) + " levels deep")
 	}
+	if err := agentMatchesPath(r.URL.Path, body); err != nil {
+		return http.StatusBadRequest, err
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.TransferEncoding = nil
 	return 0, nil
+}
+
+// agentMatchesPath refuses a body whose agentId (or agent_id) names
+// another agent than the path (/memory/{agentId}/… and /v1/memory/{agentId}/…):
+// grpc-gateway lets the path win silently, so the caller would write to an
+// agent it did not name in the body.
+func agentMatchesPath(path string, body []byte) error {
+	rest, ok := strings.CutPrefix(path, "/memory/")
+	if !ok {
+		if rest, ok = strings.CutPrefix(path, "/v1/memory/"); !ok {
+			return nil
+		}
+	}
+	agent, _, nested := strings.Cut(rest, "/")
+	if !nested || agent == "" {
+		return nil // /memory/propose, /memory/search, …: no agent in the path
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return nil // not an object: the decoder says what is wrong
+	}
+	for _, key := range []string{"agentId", "agent_id"} {
+		raw, ok := top[key]
+		if !ok {
+			continue
+		}
+		var named string
+		if json.Unmarshal(raw, &named) == nil && named != "" && named != agent {
+			return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT,
+				fmt.Sprintf("the body's %s %q differs from the agent in the path %q", key, apierr.Clip(named), apierr.Clip(agent)),
+				map[string]string{"field": key})
+		}
+	}
+	return nil
 }
 
 // reject answers a request the edge refuses itself, through the mux's

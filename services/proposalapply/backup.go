@@ -60,7 +60,7 @@ func (s *Service) backup(ctx context.Context) (*memoryv1.CreateBackupResponse, e
 		}
 	}
 	s.logger.Info("git backup written", "key", BackupKey, "head", head.String(), "bytes", info.Size)
-	return &memoryv1.CreateBackupResponse{StoredAt: BackupKey, HeadCommit: head.String(), SizeBytes: info.Size, CreatedAt: timestamppb.New(now)}, nil
+	return &memoryv1.CreateBackupResponse{StoredAt: s.location(BackupKey), HeadCommit: head.String(), SizeBytes: info.Size, CreatedAt: timestamppb.New(now)}, nil
 }
 
 // backupLoop backs up every interval until ctx ends.

@@ -29,7 +29,7 @@ func TestGitBackupRestoresCommitForCommit(t *testing.T) {
 	require.Equal(t, codes.PermissionDenied, status.Code(err), "backups are for admins")
 	resp, err := e.client.CreateBackup(e.as("root", adminRole()), &memoryv1.CreateBackupRequest{})
 	require.NoError(t, err)
-	require.Equal(t, BackupKey, resp.GetStoredAt())
+	require.Equal(t, readURL(t, resp.GetStoredAt()), mustGet(t, e, BackupKey), "storedAt opens the bundle written")
 	require.Equal(t, strings.TrimSpace(e.git("rev-parse", "main")), resp.GetHeadCommit())
 	require.Positive(t, resp.GetSizeBytes())
 

@@ -171,7 +171,7 @@ type outcome struct {
 	flags          []string
 	// What the plan did besides the proposal's own updates.
 	evictedFacts, frozenLoops, removedClosedLoops, warnings []string
-	addedFacts, goneFacts                                 []string
+	addedFacts, goneFacts                                   []string
 }
 
 func failure(reason memoryv1.StatusReason, msg string) outcome {

@@ -37,25 +37,19 @@ type Deps struct {
 	Now func() time.Time
 	// LookupEnv reads credentials from the environment; nil = none.
 	LookupEnv func(string) (string, bool)
-	// ObjectsLocation names the object store for people, without
-	// credentials ("s3://memory", "file:///data/objects"); snapshots'
-	// storedAt is it plus the key.
-	ObjectsLocation string
 }
 
 // Service is the proposal-apply service.
 type Service struct {
-	cfg   Config
-	blobs blob.Store
-	// objectsLocation: see Deps.ObjectsLocation.
-	objectsLocation string
-	repo            *memrepo.Repo
-	store           *proposalstore.Store
-	counter         *tokens.Counter
-	facts           *factTimes
-	now             func() time.Time
-	logger          *slog.Logger
-	metrics         *metrics
+	cfg     Config
+	blobs   blob.Store
+	repo    *memrepo.Repo
+	store   *proposalstore.Store
+	counter *tokens.Counter
+	facts   *factTimes
+	now     func() time.Time
+	logger  *slog.Logger
+	metrics *metrics
 
 	engine *engine
 	hub    *hub
@@ -95,7 +89,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		cfg: cfg, blobs: d.Blobs, objectsLocation: d.ObjectsLocation, repo: d.Repo, store: store, counter: counter, now: now, logger: logger,
+		cfg: cfg, blobs: d.Blobs, repo: d.Repo, store: store, counter: counter, now: now, logger: logger,
 		facts: newFactTimes(d.Blobs, now, logger), metrics: newMetrics(d.MeterProvider),
 		hub: newHub(d.Repo, logger, cfg.WatchPoll), pusher: p,
 	}

@@ -331,13 +331,8 @@ func (s *Service) newProposal(agent, runID, by string) *memoryv1.Proposal {
 	}
 }
 
-// location names an object for people: "<store>/<key>".
-func (s *Service) location(key string) string {
-	if s.objectsLocation == "" {
-		return key
-	}
-	return strings.TrimSuffix(s.objectsLocation, "/") + "/" + key
-}
+// location is the URL of the object written under key (spec DiffMem §4.4: storedAt).
+func (s *Service) location(key string) string { return blob.Location(s.blobs, key) }
 
 // humanSize is the spec's size form: "48KB".
 func humanSize(n int64) string {

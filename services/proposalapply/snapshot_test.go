@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,7 +83,9 @@ func TestSnapshotRestoreGivesBackTheFilesInOneCommit(t *testing.T) {
 	snap := resp.GetSnapshot()
 	require.Equal(t, "snapshot_pre-migration", snap.GetSnapshotId())
 	require.Equal(t, head, snap.GetGitCommit())
-	require.Equal(t, "memory-snapshots/snap/pre-migration.tar.gz", snap.GetStoredAt())
+	// storedAt is a URL that opens the object written (issue #23 point 7).
+	require.Equal(t, "file://"+filepath.ToSlash(filepath.Join(e.dir, "objects", "data", "memory-snapshots", "snap", "pre-migration.tar.gz")), snap.GetStoredAt())
+	require.Equal(t, readURL(t, snap.GetStoredAt()), mustGet(t, e, "memory-snapshots/snap/pre-migration.tar.gz"))
 	require.True(t, snap.GetRestorable())
 	require.Positive(t, snap.GetSizeBytes())
 	require.True(t, strings.HasSuffix(snap.GetSize(), "B"), snap.GetSize())
@@ -151,4 +156,22 @@ func TestRestoreOperationsAreNotProposable(t *testing.T) {
 			Updates: []*memoryv1.FileUpdate{{File: memlayout.FactsFile, Operation: op, Content: "- y"}}})
 		require.Equal(t, codes.InvalidArgument, status.Code(err), op.String())
 	}
+}
+
+// readURL opens a file:// URL as a person would: the path it names.
+func readURL(t *testing.T, raw string) []byte {
+	t.Helper()
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	require.Equal(t, "file", u.Scheme)
+	data, err := os.ReadFile(filepath.FromSlash(u.Path))
+	require.NoError(t, err)
+	return data
+}
+
+func mustGet(t *testing.T, e *env, key string) []byte {
+	t.Helper()
+	data, _, err := blob.GetBytes(context.Background(), e.blobs, key)
+	require.NoError(t, err)
+	return data
 }

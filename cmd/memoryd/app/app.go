@@ -190,7 +190,6 @@ func (a *App) setupWritePlane(ctx context.Context) error {
 	a.writeRepo = repo
 	a.proposalApply, err = proposalapply.New(ctx, cfg.ProposalApply, proposalapply.Deps{
 		Repo: repo, Blobs: a.objects, Logger: a.logger, MeterProvider: a.tel.MeterProvider(), LookupEnv: os.LookupEnv,
-		ObjectsLocation: objectsLocation(cfg.Storage.Objects()),
 	})
 	return err
 }

@@ -395,24 +395,6 @@ func readYAMLFlags(path string, fs *flag.FlagSet) (map[string]string, error) {
 	return out, nil
 }
 
-// objectsLocation is the object store's URL as people should see it: no
-// credentials, no query (s3://bucket/prefix, file:///data/objects).
-func objectsLocation(v string) string {
-	u, err := url.Parse(v)
-	if err != nil {
-		return ""
-	}
-	if u.Scheme == "" { // the embedded default: a folder
-		abs, err := filepath.Abs(v)
-		if err != nil {
-			return ""
-		}
-		return (&url.URL{Scheme: "file", Path: abs}).String()
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
-}
-
 // redact hides credentials embedded in a URL value (user:password@host);
 // no flag holds a secret itself, only paths to secret files.
 func redact(v string) string {
