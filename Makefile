@@ -26,7 +26,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X github.com/garden-bloom/memory/cmd/memoryd/app.Version=$(VERSION)
 DATA_DIR ?= ./data
 
-.PHONY: all tools deploy-tools generate lint build run test test-race bench bench-go bench-quality check-generated validate-deploy clean
+.PHONY: all tools deploy-tools generate lint build run test test-race invariants fuzz bench bench-go bench-quality check-generated validate-deploy clean
 
 all: build
 
@@ -115,6 +115,31 @@ run: build
 ## S3 driver against a real MinIO server (built once into ./bin)
 test: build $(BIN)/.minio-$(MINIO_VERSION)
 	MINIO_BIN=$(BIN)/minio $(GO) test -race -count=1 ./...
+
+## fuzz: every Go fuzz target of the repo (func FuzzX in a _test.go), one
+## after another, each for FUZZTIME (CI: make fuzz FUZZTIME=5s). Targets are
+## discovered with go test -list, so new ones are picked up; FUZZFLAGS adds
+## flags (e.g. FUZZFLAGS=-parallel=1 on a shared machine). A crasher is
+## written to <pkg>/testdata/fuzz/<Target>/ and fails plain go test from then.
+FUZZTIME  ?= 10m
+FUZZFLAGS ?=
+fuzz:
+	@set -e; files=$$($(GO) list -f '{{range .TestGoFiles}}{{$$.Dir}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$$.Dir}}/{{.}} {{end}}' ./...); \
+	pkgs=$$(grep -l -E '^func Fuzz[A-Za-z0-9_]*\(' $$files | xargs -r -n1 dirname | sort -u | sed 's|^$(CURDIR)|.|'); \
+	[ -n "$$pkgs" ] || { echo "no fuzz targets"; exit 0; }; \
+	for pkg in $$pkgs; do \
+	  list=$$($(GO) test -list '^Fuzz' $$pkg); \
+	  for target in $$(echo "$$list" | grep '^Fuzz'); do \
+	    echo "== fuzz $$pkg $$target ($(FUZZTIME))"; \
+	    $(GO) test $$pkg -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS); \
+	  done; \
+	done
+
+## invariants: the long model-based invariant run (services/invariants; `make test`
+## runs it short). INVARIANT_PROPOSALS steps; INVARIANT_SEED=<n>|random replays or varies the seed.
+INVARIANT_PROPOSALS ?= 10000
+invariants:
+	INVARIANT_PROPOSALS=$(INVARIANT_PROPOSALS) $(GO) test ./services/invariants -run TestModel -count=1 -timeout 60m -v
 
 ## bench: membench perf — the real memoryd (all-in-one and split) under load on a
 ## synthetic monorepo (1,000 agents, 20,000 commits) plus the scaling runs; tables

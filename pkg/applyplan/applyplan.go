@@ -159,6 +159,11 @@ func Build(in Input) (*Plan, error) {
 		case memoryv1.Operation_OPERATION_RESTORE:
 			// Byte for byte what a snapshot (or an onboarding skeleton) holds.
 			next, what = u.GetContent(), "written exactly as given"
+			if rel == memlayout.FactsFile {
+				// Facts a restore puts back are added by its commit: their
+				// age restarts there, as for an append.
+				plan.AddedFacts = append(plan.AddedFacts, newFacts(mdops.ParseFacts(cur), mdops.ParseFacts(next))...)
+			}
 		case memoryv1.Operation_OPERATION_DELETE:
 			if _, ok, err := in.Read(rel); err != nil {
 				return nil, err

@@ -80,8 +80,8 @@ var (
 	// with '.', so no name can climb out of its folder or hide.
 	artifactRe     = regexp.MustCompile(`^runs/run_[A-Za-z0-9_-]{1,64}/artifacts/[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
 	logicVersionRe = regexp.MustCompile(`^logic/versions/v[0-9]{1,10}/current\.(pseudo\.md|drakon\.json)$`)
-	agentIDRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	runIDRe    = regexp.MustCompile(`^(run_)?[A-Za-z0-9_-]{1,64}$`)
+	agentIDRe      = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+	runIDRe        = regexp.MustCompile(`^(run_)?[A-Za-z0-9_-]{1,64}$`)
 )
 
 // ValidAgentID reports whether id is a slug [a-z0-9][a-z0-9-]{0,63}.
