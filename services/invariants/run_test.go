@@ -21,17 +21,17 @@ import (
 
 // Spec limits (DiffMem §11.2, §3.2; integration §2.1).
 const (
-	snapshotLimit    = 2000
-	factsLimit       = 8000
-	openLoopsLimit   = 2000
-	layer1Limit      = 12000
-	runLimit         = 8000
-	changelogKeep    = 30
-	staleAfter       = 30 * 24 * time.Hour
-	closedKeep       = 7 * 24 * time.Hour
-	lowLoopFreeze    = 14 * 24 * time.Hour
-	defaultSteps     = 300
-	defaultStepsRace = 120
+	snapshotLimit        = 2000
+	factsLimit           = 8000
+	openLoopsLimit       = 2000
+	layer1Limit          = 12000
+	runLimit             = 8000
+	changelogKeep        = 30
+	staleAfter           = 30 * 24 * time.Hour
+	closedKeep           = 7 * 24 * time.Hour
+	lowLoopFreeze        = 14 * 24 * time.Hour
+	defaultProposals     = 300
+	defaultProposalsRace = 120
 	// retireAfterBytes: see doStep.
 	retireAfterBytes = 1 << 20
 	// keepSnapshots: the model remembers this many snapshots per agent.
@@ -41,17 +41,18 @@ const (
 )
 
 // TestModel drives the real services with random proposals and checks the
-// spec's invariants after every commit. INVARIANT_PROPOSALS sets the number
-// of steps, INVARIANT_SEED the seed.
+// spec's invariants after every commit. INVARIANT_PROPOSALS sets how many
+// proposals it makes (snapshots, restores and usage reports come between
+// them), INVARIANT_SEED the seed.
 func TestModel(t *testing.T) {
-	def := defaultSteps
+	def := defaultProposals
 	if raceEnabled {
-		def = defaultStepsRace
+		def = defaultProposalsRace
 	}
-	steps := envInt("INVARIANT_PROPOSALS", def)
+	proposals := envInt("INVARIANT_PROPOSALS", def)
 	seed := envSeed()
-	t.Logf("seed=%d steps=%d — replay: INVARIANT_SEED=%d INVARIANT_PROPOSALS=%d go test ./services/invariants -run TestModel -count=1 -v",
-		seed, steps, seed, steps)
+	t.Logf("seed=%d proposals=%d — replay: INVARIANT_SEED=%d INVARIANT_PROPOSALS=%d go test ./services/invariants -run TestModel -count=1 -v",
+		seed, proposals, seed, proposals)
 	h := newHarness(t, os.Getenv("INVARIANT_TOKEN_ENCODING"))
 	rng := newRand(seed)
 	r := &runner{t: t, h: h, rng: rng, g: &gen{rng: rng, counter: h.counter},
@@ -61,13 +62,13 @@ func TestModel(t *testing.T) {
 		r.agents = append(r.agents, &agent{id: id, st: newMemState()})
 	}
 	start := time.Now()
-	for r.step = 1; r.step <= steps; r.step++ {
+	for r.step = 1; r.stats["proposals"] < proposals; r.step++ {
 		r.doStep()
 		if t.Failed() && os.Getenv("INVARIANT_FAILFAST") != "" {
 			break
 		}
 		if r.step%500 == 0 {
-			t.Logf("step %d/%d, %s, clock %s, stats %v", r.step, steps, time.Since(start).Round(time.Second), h.clock.Now().Format(time.RFC3339), r.stats)
+			t.Logf("step %d, %d/%d proposals, %s, clock %s, stats %v", r.step, r.stats["proposals"], proposals, time.Since(start).Round(time.Second), h.clock.Now().Format(time.RFC3339), r.stats)
 		}
 	}
 	t.Logf("done in %s; clock reached %s; stats %v", time.Since(start).Round(time.Millisecond), h.clock.Now().Format(time.RFC3339), r.stats)
