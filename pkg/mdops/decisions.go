@@ -247,6 +247,7 @@ func AddDecision(md, agentID string, d Decision, date time.Time) (string, error)
 	d.Date = date
 
 	doc := newDoc(md)
+	doc.closeFence()
 	entries := decisionEntries(doc)
 	for _, e := range entries {
 		x := e.dec
@@ -365,6 +366,7 @@ func startOfDay(t time.Time) time.Time {
 func AppendToDecisionsSection(decisionsMD, agentID, section string, lines []string) string {
 	section = collapseSpace(section)
 	d := newDoc(decisionsMD)
+	d.closeFence()
 	start, end, found := d.findH2(titleMatcher(section))
 	present := map[string]bool{}
 	if found {
@@ -386,7 +388,7 @@ func AppendToDecisionsSection(decisionsMD, agentID, section string, lines []stri
 			continue
 		}
 		present[first] = true
-		add = append(add, first)
+		var more []string
 		for _, l := range Lines(rest) {
 			if strings.TrimSpace(l) == "" {
 				continue
@@ -394,8 +396,14 @@ func AppendToDecisionsSection(decisionsMD, agentID, section string, lines []stri
 			if leadingSpaces(l) == 0 {
 				l = "  " + l
 			}
-			add = append(add, l)
+			more = append(more, l)
 		}
+		// A code block the entry opens (a fact whose block was never
+		// closed) is closed with it, or the rest of the file would be code.
+		if _, closer := fenceRegions(more); closer != "" {
+			more = append(more, "  "+closer)
+		}
+		add = append(append(add, first), more...)
 	}
 	if len(add) == 0 {
 		return d.render()

@@ -64,6 +64,9 @@ func EvictFacts(md string, limit int, count func(string) int, rank func(Fact) Fa
 		return md, nil, true
 	}
 	d := newDoc(md)
+	if norm := d.render(); count(norm) <= limit {
+		return norm, nil, true // line endings and trailing blanks were the excess
+	}
 	type cand struct {
 		f Fact
 		r FactRank
@@ -167,6 +170,9 @@ func EvictLoops(md string, limit int, count func(string) int, now time.Time) (ke
 		return md, nil, nil
 	}
 	d := newDoc(md)
+	if norm := d.render(); count(norm) <= limit {
+		return norm, nil, nil
+	}
 	loops := parseLoops(d)
 	var drop []int
 	for _, lp := range loops {

@@ -88,6 +88,7 @@ func AppendFacts(md, agentID, section, content string) (out string, added int, e
 	}
 
 	d := newDoc(md)
+	d.closeFence()
 	seen := map[string]bool{}
 	for _, f := range parseFacts(d) {
 		seen[f.Text] = true

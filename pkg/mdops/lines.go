@@ -143,25 +143,41 @@ func fenceRun(line string) (indent int, ch byte, n int, rest string) {
 // every structural parser consults this mask. An unclosed fence runs to the
 // end of the document, as in CommonMark.
 func fenceMask(lines []string) []bool {
+	regions, _ := fenceRegions(lines)
 	mask := make([]bool, len(lines))
+	for i, r := range regions {
+		mask[i] = r > 0
+	}
+	return mask
+}
+
+// fenceRegions numbers the fenced code blocks of lines from 1, fence lines
+// included (0: not code), and returns the fence that closes a block left
+// open at the end ("" when none is).
+func fenceRegions(lines []string) (regions []int, openCloser string) {
+	regions = make([]int, len(lines))
 	var fch byte
-	flen := 0
+	flen, id := 0, 0
 	in := false
 	for i, l := range lines {
 		indent, ch, n, rest := fenceRun(l)
 		if !in {
 			if n >= 3 && indent <= 3 && !(ch == '`' && strings.Contains(rest, "`")) {
 				in, fch, flen = true, ch, n
-				mask[i] = true
+				id++
+				regions[i] = id
 			}
 			continue
 		}
-		mask[i] = true
+		regions[i] = id
 		if ch == fch && n >= flen && indent <= 3 && isBlank(rest) {
 			in = false
 		}
 	}
-	return mask
+	if in {
+		openCloser = strings.Repeat(string(fch), flen)
+	}
+	return regions, openCloser
 }
 
 // doc is a parsed Markdown file: its lines plus the code-fence mask. The
@@ -169,6 +185,10 @@ func fenceMask(lines []string) []bool {
 type doc struct {
 	lines []string
 	fence []bool
+	// region numbers each line's fenced code block (0: not code).
+	region []int
+	// openFence closes a code block left open at the end ("" when none is).
+	openFence string
 }
 
 // newDoc parses md, dropping trailing blank lines so that appends land
@@ -185,7 +205,23 @@ func newDoc(md string) *doc {
 }
 
 // refresh recomputes the fence mask after an edit.
-func (d *doc) refresh() { d.fence = fenceMask(d.lines) }
+func (d *doc) refresh() {
+	d.region, d.openFence = fenceRegions(d.lines)
+	d.fence = make([]bool, len(d.lines))
+	for i, r := range d.region {
+		d.fence[i] = r > 0
+	}
+}
+
+// closeFence closes a code block the file leaves open at its end (a person
+// forgot the closing fence) before an operation writes: what is added must
+// not land inside the code, where no parser would find it again.
+func (d *doc) closeFence() {
+	if d.openFence != "" {
+		d.lines = append(d.lines, d.openFence)
+		d.refresh()
+	}
+}
 
 // empty reports whether the document has no content at all, in which case
 // the operations create the file from scratch.
@@ -268,11 +304,26 @@ func (d *doc) removeLines(from, to int) {
 // (wrapped text, sub-bullets). Removing an item removes them too, so no
 // orphaned sub-bullets are left behind.
 func (d *doc) itemEnd(i int) int {
-	j := i + 1
-	for j < len(d.lines) && !isBlank(d.lines[j]) && leadingSpaces(d.lines[j]) > 0 {
-		j++
+	j, code := i+1, 0
+	for ; j < len(d.lines); j++ {
+		switch {
+		case code > 0 && d.region[j] == code:
+			// Inside a code block the item opened, blank and unindented
+			// lines included: it ends with the block.
+		case !isBlank(d.lines[j]) && leadingSpaces(d.lines[j]) > 0 && !d.isHeading(j):
+			code = d.region[j]
+		default:
+			return j
+		}
 	}
 	return j
+}
+
+// isHeading reports whether line i is a heading: an indented "  ## x" ends
+// an item rather than continuing it, as every section parser sees it.
+func (d *doc) isHeading(i int) bool {
+	_, _, ok := d.heading(i)
+	return ok
 }
 
 // render returns the document as file content.

@@ -364,6 +364,7 @@ func OpenLoop(md, agentID, section, text, priority string, date time.Time) (out,
 	}
 
 	d := newDoc(md)
+	d.closeFence()
 	for _, lp := range parseLoops(d) {
 		if !lp.Closed && lp.ID != "" && lp.Text == text {
 			return d.render(), lp.ID, nil
@@ -414,6 +415,7 @@ func CloseLoop(md, loopID, resolution, runID string, date time.Time) (string, er
 	}
 
 	d := newDoc(md)
+	d.closeFence()
 	var target *Loop
 	closed := false
 	for _, lp := range parseLoops(d) {

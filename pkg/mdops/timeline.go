@@ -62,6 +62,7 @@ func AddTimelineEntry(md, agentID string, at time.Time, e TimelineEntry) string 
 	}
 
 	d := newDoc(md)
+	d.closeFence()
 	if d.empty() {
 		d.lines = []string{"# Timeline: " + collapseSpace(agentID) + " / " + day(at), "", "## Runs"}
 		d.refresh()
