@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -37,10 +38,11 @@ func testDiffMemAdapter(t *testing.T, d *deployment) {
 	require.Equal(t, http.StatusConflict, code, again)
 
 	code, staged := jsonCall(t, d, "POST", base+"/process-session", `{"runId":"run_s1","reasoning":"session",
-	  "updates":[{"file":"facts.md","operation":"append","section":"Infra","content":"- [[Kafka]] carries the adapter's events"},
-	             {"file":"runs/run_s1.md","operation":"write_run","content":"# Run s1\n\n<!-- ALWAYS_LOAD -->\nEvery release needs a changelog entry.\n<!-- /ALWAYS_LOAD -->\n"}]}`, svc)
+	  "updates":[{"file":"facts.md","operation":"append","section":"Infra","content":"- [[Kafka]] carries the adapter's events\n- <!-- ALWAYS_LOAD -->Every release needs a changelog entry.<!-- /ALWAYS_LOAD -->"},
+	             {"file":"runs/run_s1.md","operation":"write_run","content":"# Run s1\n\n<!-- ALWAYS_LOAD -->\nThe run's own note.\n<!-- /ALWAYS_LOAD -->\n"}]}`, svc)
 	require.Equal(t, http.StatusOK, code, staged)
 	require.Equal(t, "staged", staged["proposal"].(map[string]any)["reason"])
+	require.Contains(t, fmt.Sprint(staged["proposal"].(map[string]any)["warnings"]), "runs/run_s1.md is Layer 2", "a Layer 2 ALWAYS_LOAD block is accepted with a warning")
 	code, committed := jsonCall(t, d, "POST", base+"/commit-session", `{"proposalId":"`+staged["proposalId"].(string)+`"}`, svc)
 	require.Equal(t, http.StatusOK, code, committed)
 	require.Equal(t, "pending", committed["status"], "the suite's policy needs a reviewer")
@@ -55,8 +57,9 @@ func testDiffMemAdapter(t *testing.T, d *deployment) {
 	require.Equal(t, http.StatusOK, code, ctx)
 	require.Equal(t, "basic", ctx["mode"])
 	content := ctx["content"].(map[string]any)
-	require.Contains(t, content["always_load/runs/run_s1.md"], "Every release needs a changelog entry", "ALWAYS_LOAD blocks are part of basic")
-	require.NotContains(t, content, "runs/run_s1.md", "the rest of the run stays in Layer 2")
+	require.Contains(t, content["always_load/facts.md"], "Every release needs a changelog entry", "Layer 1 ALWAYS_LOAD blocks are part of basic")
+	require.NotContains(t, content, "always_load/runs/run_s1.md", "a Layer 2 block is never auto-loaded (DiffMem §11.4)")
+	require.NotContains(t, content, "runs/run_s1.md", "the run stays in Layer 2")
 	require.Contains(t, content["open_loops.md"], "adapter's retention")
 
 	require.Eventually(t, func() bool {

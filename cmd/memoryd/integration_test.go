@@ -468,11 +468,23 @@ func testRESTSnapshots(t *testing.T, d *deployment) {
 	require.Equal(t, "garden-bloom-curator", snap["agentId"])
 	require.Equal(t, revParse(t, filepath.Join(d.dataDir, "memory.git"), "main"), snap["gitCommit"])
 	require.Regexp(t, `^\d+(\.\d)?[KMG]?B$`, snap["size"])
-	require.True(t, strings.HasSuffix(snap["storedAt"].(string), "/data/memory-snapshots/garden-bloom-curator/pre-migration.tar.gz"), snap["storedAt"])
+	// storedAt names the object written: the file on the folder store, the
+	// bucket and key on S3.
 	loc, err := neturl.Parse(snap["storedAt"].(string))
 	require.NoError(t, err)
-	opened, err := os.ReadFile(loc.Path)
-	require.NoError(t, err, "storedAt opens the archive written")
+	var opened []byte
+	switch loc.Scheme {
+	case "file":
+		require.True(t, strings.HasSuffix(loc.Path, "/data/memory-snapshots/garden-bloom-curator/pre-migration.tar.gz"), snap["storedAt"])
+		opened, err = os.ReadFile(loc.Path)
+		require.NoError(t, err, "storedAt opens the archive written")
+	case "s3":
+		require.True(t, strings.HasSuffix(loc.Path, "/memory-snapshots/garden-bloom-curator/pre-migration.tar.gz"), snap["storedAt"])
+		opened, _, err = blob.GetBytes(context.Background(), d.objects, "memory-snapshots/garden-bloom-curator/pre-migration.tar.gz")
+		require.NoError(t, err)
+	default:
+		t.Fatalf("storedAt %q is neither file:// nor s3://", snap["storedAt"])
+	}
 	require.Equal(t, true, snap["restorable"])
 	stored, _, err := blob.GetBytes(context.Background(), d.objects, "memory-snapshots/garden-bloom-curator/pre-migration.tar.gz")
 	require.NoError(t, err, "the archive is in the object store")
@@ -611,7 +623,7 @@ func testRESTProposalFlow(t *testing.T, d *deployment) {
 
 	// A stale expectedVersion is rejected with the spec's conflict fields.
 	code, conflict := jsonCall(t, d, "POST", "/memory/garden-bloom-curator/propose",
-		`{"run_id":"run_x","expected_version":0,"updates":[{"file":"facts.md","operation":"append","content":"- y"}]}`, svc)
+		`{"run_id":"run_x","expected_version":0,"updates":[{"file":"facts.md","operation":"append","section":"Technical","content":"- y"}]}`, svc)
 	require.Equal(t, http.StatusOK, code, conflict)
 	require.Equal(t, "rejected", conflict["status"])
 	cp := conflict["proposal"].(map[string]any)
@@ -622,7 +634,7 @@ func testRESTProposalFlow(t *testing.T, d *deployment) {
 
 	// Reject with a reason; retry only from failed.
 	_, second := jsonCall(t, d, "POST", "/memory/garden-bloom-curator/propose",
-		`{"runId":"run_y","updates":[{"file":"facts.md","operation":"append","content":"- z"}]}`, svc)
+		`{"runId":"run_y","updates":[{"file":"facts.md","operation":"append","section":"Technical","content":"- z"}]}`, svc)
 	sid := second["proposalId"].(string)
 	code, _ = jsonCall(t, d, "POST", "/proposals/"+sid+":retry", `{}`, rev)
 	require.Equal(t, http.StatusBadRequest, code)
