@@ -81,9 +81,23 @@ PROTO_TOOLS := $(BIN)/.buf-$(BUF_VERSION) $(BIN)/.protoc-gen-go-$(PROTOC_GEN_GO_
 tools: $(PROTO_TOOLS) $(BIN)/.grpcurl-$(GRPCURL_VERSION) $(BIN)/.minio-$(MINIO_VERSION)
 deploy-tools: $(BIN)/.kubeconform-$(KUBECONFORM_VERSION) $(K8S_SCHEMA_DIR)/.stamp $(BIN)/.docker-compose-$(COMPOSE_VERSION)
 
-## generate: regenerate gen/ (Go, grpc-gateway, OpenAPI) from proto/
+## generate: regenerate gen/ (Go, grpc-gateway, OpenAPI) from proto/, and
+## gen/descriptor/memory.binpb: every proto of the workspace (ours, the
+## vendored googleapis, their imports) as a FileDescriptorSet that keeps the
+## comments (SourceCodeInfo), which the generated Go code drops; server
+## reflection serves it (pkg/grpcserver), so grpcurl describe shows them.
 generate: $(PROTO_TOOLS)
 	buf generate
+	buf build -o gen/descriptor/memory.binpb
+	$(OPENAPI31_GEN)
+
+# gen/openapi/memory.openapi.json, the OpenAPI 3.1 document served at
+# /openapi.json and /docs: cmd/openapigen converts protoc-gen-openapiv2's
+# Swagger 2.0 output with the descriptors of `buf build` (enum names as on
+# the wire, bearer auth, error responses); part of generate.
+define OPENAPI31_GEN
+$(GO) run ./cmd/openapigen -descriptors gen/descriptor/memory.binpb -swagger gen/openapi/memory.swagger.json -out gen/openapi/memory.openapi.json
+endef
 
 ## lint: buf lint (STANDARD) + go vet + gofmt
 lint: $(BIN)/.buf-$(BUF_VERSION)
@@ -158,6 +172,18 @@ bench-go:
 DATA ?= ../shared/data
 bench-quality:
 	$(GO) run ./cmd/membench quality --data $(DATA)
+
+## api-lint: Redocly CLI (pinned in deploy/tools/apiclient) lints
+## gen/openapi/memory.openapi.json; zero errors and warnings wanted
+## api-client-test: api-lint, then a TypeScript client generated from the
+## document (openapi-typescript, tsc) runs propose -> approve -> read against
+## a real memoryd (bin/memoryd on loopback, throw-away data dir). Node + npm.
+.PHONY: api-lint api-client-test
+APICLIENT_DIR := deploy/tools/apiclient
+api-lint:
+	cd $(APICLIENT_DIR) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent lint
+api-client-test: build
+	$(APICLIENT_DIR)/run.sh
 
 ## validate-deploy: offline checks of deploy/kubernetes (kubeconform -strict
 ## against Kubernetes $(K8S_SCHEMA_VERSION)'s API) and docker-compose.yml

@@ -1,5 +1,5 @@
 // Package gen holds what `buf generate` makes from proto/ (see
-// buf.gen.yaml): Go packages under gen/go and the OpenAPI document under
+// buf.gen.yaml): Go packages under gen/go and the OpenAPI documents under
 // gen/openapi.
 //
 // This file is the only hand-written one. It sits beside the plugins'
@@ -12,9 +12,12 @@ package gen
 
 import _ "embed"
 
-// OpenAPI is the merged OpenAPI v2 document of the REST API,
-// gen/openapi/memory.swagger.json, compiled into the binary so the REST
-// edge can serve it. Callers must not modify it.
+// OpenAPI is the OpenAPI 3.1 document of the REST API,
+// gen/openapi/memory.openapi.json (written by cmd/openapigen from
+// protoc-gen-openapiv2's memory.swagger.json and the proto descriptors, as
+// part of `make generate`), compiled into the binary so the REST edge can
+// serve it at /openapi.json and render it at /docs. Callers must not modify
+// it.
 //
-//go:embed openapi/memory.swagger.json
+//go:embed openapi/memory.openapi.json
 var OpenAPI []byte

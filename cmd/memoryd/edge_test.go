@@ -140,11 +140,11 @@ func TestRESTEdgeLimits(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.status)
 		require.Equal(t, "application/json", r.header.Get("Content-Type"))
 		var doc struct {
-			Swagger string         `json:"swagger"`
+			OpenAPI string         `json:"openapi"`
 			Paths   map[string]any `json:"paths"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(r.raw), &doc))
-		require.Equal(t, "2.0", doc.Swagger)
+		require.Equal(t, "3.1.0", doc.OpenAPI)
 		for _, p := range []string{"/memory/propose", "/memory/{agentId}/read", "/proposals/{proposalId}:approve", "/memory/search"} {
 			require.Contains(t, doc.Paths, p)
 		}

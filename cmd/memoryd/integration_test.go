@@ -637,7 +637,7 @@ func testRESTProposalFlow(t *testing.T, d *deployment) {
 		`{"runId":"run_y","updates":[{"file":"facts.md","operation":"append","section":"Technical","content":"- z"}]}`, svc)
 	sid := second["proposalId"].(string)
 	code, _ = jsonCall(t, d, "POST", "/proposals/"+sid+":retry", `{}`, rev)
-	require.Equal(t, http.StatusBadRequest, code)
+	require.Equal(t, http.StatusConflict, code, "INVALID_TRANSITION (issue #24)")
 	code, rj := jsonCall(t, d, "POST", "/proposals/"+sid+":reject", `{"reason":"duplicate"}`, rev)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "rejected", rj["proposal"].(map[string]any)["status"])

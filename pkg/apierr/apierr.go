@@ -85,3 +85,36 @@ func Clip(s string) string {
 	}
 	return strings.ToValidUTF8(s[:80], "") + "…"
 }
+
+// reasonByCode is the reason WithInfo gives a status that came without
+// one; codes whose cause is not one reason get UNSPECIFIED.
+var reasonByCode = map[codes.Code]memoryv1.ErrorReason{
+	codes.Unauthenticated:  memoryv1.ErrorReason_ERROR_REASON_UNAUTHENTICATED,
+	codes.PermissionDenied: memoryv1.ErrorReason_ERROR_REASON_PERMISSION_DENIED,
+	codes.InvalidArgument:  memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT,
+	codes.Unimplemented:    memoryv1.ErrorReason_ERROR_REASON_NOT_IMPLEMENTED,
+}
+
+// WithInfo returns err as a status error that carries an ErrorInfo, so
+// every error of the API can be branched on by reason: err itself when it
+// has one (or is nil), else its status (codes.Unknown for a plain error,
+// as gRPC would send it) plus an ErrorInfo whose reason follows the code —
+// UNAUTHENTICATED, PERMISSION_DENIED, INVALID_ARGUMENT, NOT_IMPLEMENTED or
+// else UNSPECIFIED. pkg/grpcserver applies it to every API method.
+func WithInfo(err error) error {
+	if err == nil || Info(err) != nil {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		st = status.FromContextError(err) // Unknown unless a ctx error
+	}
+	if st.Code() == codes.OK {
+		return err
+	}
+	withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: ReasonString(reasonByCode[st.Code()]), Domain: Domain})
+	if derr != nil {
+		return err
+	}
+	return withInfo.Err()
+}

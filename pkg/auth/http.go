@@ -3,11 +3,12 @@ package auth
 import (
 	"net/http"
 	"slices"
+	"strings"
 )
 
 // HTTPRealm is the realm of the WWW-Authenticate challenges of
-// [RequireHTTP].
-const HTTPRealm = "memoryd"
+// [RequireHTTP], the same as the REST edge's: one protection space.
+const HTTPRealm = "garden-bloom-memory"
 
 // RequireHTTP protects a plain HTTP handler (one not behind the gRPC
 // interceptors) with the same bearer tokens: next runs only for requests
@@ -59,10 +60,42 @@ func RequireHTTP(v *Verifier, roles []Role, next http.Handler) http.Handler {
 // challenge writes an RFC 6750 error response; code is "" when the request
 // carried no credentials at all.
 func challenge(w http.ResponseWriter, status int, code, msg string) {
-	h := `Bearer realm="` + HTTPRealm + `"`
-	if code != "" {
-		h += `, error="` + code + `", error_description="` + msg + `"`
-	}
-	w.Header().Set("WWW-Authenticate", h)
+	w.Header().Set("WWW-Authenticate", BearerChallenge(HTTPRealm, code, msg))
 	http.Error(w, msg, status)
+}
+
+// BearerChallenge is the value of an RFC 6750 §3 WWW-Authenticate header:
+// `Bearer realm="…"`, followed by `error="…", error_description="…"` unless
+// code is "" (the request carried no bearer token, §3.1). code is one of
+// invalid_request, invalid_token, insufficient_scope. The description is
+// cut to the characters §3 allows in it (printable ASCII but '"' and '\');
+// others become '?'.
+func BearerChallenge(realm, code, description string) string {
+	h := `Bearer realm="` + quotable(realm) + `"`
+	if code == "" {
+		return h
+	}
+	h += `, error="` + code + `"`
+	if description != "" {
+		h += `, error_description="` + quotable(description) + `"`
+	}
+	return h
+}
+
+// quotable maps s into RFC 6750's quoted-string character set
+// (%x20-21 / %x23-5B / %x5D-7E).
+func quotable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// IsBearer reports whether an Authorization header value uses the Bearer
+// scheme (whatever follows it).
+func IsBearer(h string) bool {
+	scheme, _, _ := strings.Cut(strings.TrimSpace(h), " ")
+	return strings.EqualFold(scheme, "Bearer")
 }

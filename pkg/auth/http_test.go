@@ -36,13 +36,13 @@ func TestRequireHTTP(t *testing.T) {
 
 	w := serve()
 	require.Equal(t, http.StatusUnauthorized, w.Code)
-	require.Equal(t, `Bearer realm="memoryd"`, w.Header().Get("WWW-Authenticate"))
+	require.Equal(t, `Bearer realm="garden-bloom-memory"`, w.Header().Get("WWW-Authenticate"))
 	require.Nil(t, seen)
 
 	for _, hdr := range [][]string{{"Bearer"}, {"Basic abc"}, {"Bearer x.y.z"}, {"Bearer " + svc, "Bearer " + svc}} {
 		w := serve(hdr...)
 		require.Equal(t, http.StatusUnauthorized, w.Code, hdr)
-		require.True(t, strings.HasPrefix(w.Header().Get("WWW-Authenticate"), `Bearer realm="memoryd", error=`), hdr)
+		require.True(t, strings.HasPrefix(w.Header().Get("WWW-Authenticate"), `Bearer realm="garden-bloom-memory", error=`), hdr)
 		require.NotContains(t, w.Body.String(), svc)
 		require.Nil(t, seen)
 	}
@@ -64,4 +64,14 @@ func TestRequireHTTP(t *testing.T) {
 
 	require.Panics(t, func() { RequireHTTP(nil, []Role{RoleAdmin}, h) })
 	require.Panics(t, func() { RequireHTTP(v, nil, h) })
+}
+
+func TestBearerChallenge(t *testing.T) {
+	require.Equal(t, `Bearer realm="r"`, BearerChallenge("r", "", "ignored without a code"))
+	require.Equal(t, `Bearer realm="r", error="invalid_token", error_description="token expired"`,
+		BearerChallenge("r", "invalid_token", "token expired"))
+	require.Equal(t, `Bearer realm="r", error="invalid_token", error_description="a ?quoted? ?"`,
+		BearerChallenge("r", "invalid_token", `a "quoted" `+"\u0457"), "only RFC 6750's characters")
+	require.True(t, IsBearer("bearer x"))
+	require.False(t, IsBearer("Basic x"))
 }

@@ -24,7 +24,6 @@ import (
 	"google.golang.org/grpc/health"
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/reflection"
 
 	"github.com/garden-bloom/memory/pkg/telemetry"
 )
@@ -133,11 +132,13 @@ func New(opts Options) *Server {
 
 	unary := append([]grpc.UnaryServerInterceptor{
 		unaryRequestID,
+		unaryErrorInfo, // outside recovery: a panic's Internal gets one too
 		s.unaryRecovery,
 		s.unaryLogging,
 	}, opts.UnaryInterceptors...)
 	stream := append([]grpc.StreamServerInterceptor{
 		streamRequestID,
+		streamErrorInfo,
 		s.streamRecovery,
 		s.streamLogging,
 	}, opts.StreamInterceptors...)
@@ -179,8 +180,11 @@ func New(opts Options) *Server {
 	s.grpc = grpc.NewServer(serverOpts...)
 	s.health.SetServingStatus("", healthgrpc.HealthCheckResponse_NOT_SERVING)
 	healthgrpc.RegisterHealthServer(s.grpc, &drainingHealth{Server: s.health, stopping: s.stopping})
-	// Reflection lets grpcurl and similar tools work without proto files.
-	reflection.Register(s.grpc)
+	// Reflection lets grpcurl and similar tools work without proto files,
+	// and shows the protos' comments (reflection.go).
+	if err := registerReflection(s.grpc); err != nil {
+		s.logger.Error("server reflection serves descriptors without comments", slog.String("err", err.Error()))
+	}
 	return s
 }
 

@@ -419,3 +419,59 @@ func AppendToDecisionsSection(decisionsMD, agentID, section string, lines []stri
 	}
 	return d.render()
 }
+
+// ParseDecisionBlock parses one decision written in the decisions.md format
+// (spec DiffMem §3.2), as an agent may send it as add_decision content:
+//
+//	# Decisions: <agentId>            (optional)
+//
+//	## 2026-02-17 — Use MinIO versioning
+//	**Статус:** Прийнято              (or **Status:**, and so on)
+//	**Контекст:** …
+//	**Рішення:** …
+//	**Обґрунтування:** …
+//	**Наслідки:** …
+//	**Run:** run_abc123
+//
+// The block must hold exactly one "## YYYY-MM-DD — Title" entry, nothing but
+// blank lines and an optional "# Decisions" heading before it, and at least
+// one known "**Label:**" field. Field values are returned trimmed and as
+// written (AddDecision sanitises them). The error wraps ErrBadContent and
+// says what is wrong.
+func ParseDecisionBlock(md string) (Decision, error) {
+	d := newDoc(md)
+	entries := decisionEntries(d)
+	switch len(entries) {
+	case 0:
+		return Decision{}, fmt.Errorf(`%w: no "## YYYY-MM-DD — Title" decision heading (decisions.md format, spec DiffMem §3.2)`, ErrBadContent)
+	case 1:
+	default:
+		return Decision{}, fmt.Errorf("%w: %d decision entries; send one add_decision update per decision", ErrBadContent, len(entries))
+	}
+	e := entries[0]
+	for i := 0; i < e.start; i++ {
+		if strings.TrimSpace(d.lines[i]) == "" {
+			continue
+		}
+		if lvl, _, ok := d.heading(i); ok && lvl == 1 {
+			continue
+		}
+		if setextRe.MatchString(d.lines[i]) {
+			continue
+		}
+		return Decision{}, fmt.Errorf("%w: line %d before the decision heading is not a \"# Decisions\" heading: %q", ErrBadContent, i+1, d.lines[i])
+	}
+	if e.end < len(d.lines) {
+		for i := e.end; i < len(d.lines); i++ {
+			if strings.TrimSpace(d.lines[i]) != "" {
+				return Decision{}, fmt.Errorf("%w: line %d after the decision entry starts another section: %q", ErrBadContent, i+1, d.lines[i])
+			}
+		}
+	}
+	dec := e.dec
+	if dec.Status == "" && dec.Context == "" && dec.Decision == "" && dec.Rationale == "" && dec.Consequences == "" && dec.RunID == "" {
+		return Decision{}, fmt.Errorf(`%w: decision %q has no "**Status:**", "**Context:**", "**Decision:**", "**Rationale:**", "**Consequences:**" or "**Run:**" field (Ukrainian labels as in the spec are read too)`, ErrBadContent, dec.Title)
+	}
+	dec.ID = DecisionID(dec.Date, dec.Title)
+	return dec, nil
+}

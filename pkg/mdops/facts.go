@@ -151,7 +151,14 @@ func cleanTitle(what, s string) (string, error) {
 	}
 	// A trailing "#" run would be read back as an ATX closing sequence and
 	// vanish from the title, so drop it now: what we write is what we read.
-	clean = stripClosingHashes(collapseSpace(clean))
+	clean = collapseSpace(clean)
+	for { // "0 # #" reads back as "0 #", which reads back as "0"
+		t := stripClosingHashes(clean)
+		if t == clean {
+			break
+		}
+		clean = t
+	}
 	if clean == "" {
 		return "", fmt.Errorf("%w: empty %s", ErrBadContent, what)
 	}

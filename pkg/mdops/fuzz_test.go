@@ -1289,3 +1289,32 @@ func FuzzTimeline(f *testing.F) {
 		require.Equal(t, want, got, "entries out of order:\n%s", doc)
 	})
 }
+
+// FuzzParseDecisionBlock checks ParseDecisionBlock, which reads a decision
+// proposed as a decisions.md block (issue #24): it refuses with
+// ErrBadContent or returns a decision that AddDecision writes and
+// ParseDecisions reads back with the same title and fields.
+func FuzzParseDecisionBlock(f *testing.F) {
+	for _, s := range specSeeds(f) {
+		f.Add(s)
+	}
+	f.Add("## 2026-02-17 — Use MinIO\n**Status:** accepted\n**Context:** x\n**Decision:** y\n")
+	f.Fuzz(func(t *testing.T, block string) {
+		d, err := ParseDecisionBlock(block)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadContent)
+			return
+		}
+		require.NotEmpty(t, strings.TrimSpace(d.Title))
+		out, err := AddDecision("", "a1", d, day0)
+		if err != nil {
+			requireSentinel(t, err, ErrBadContent, ErrInvalidUTF8, ErrNUL, ErrScript)
+			return
+		}
+		got := ParseDecisions(out)
+		require.Len(t, got, 1, "the parsed decision must write one entry:\n%s", out)
+		wantTitle, err := cleanTitle("title", d.Title)
+		require.NoError(t, err)
+		require.Equal(t, wantTitle, got[0].Title)
+	})
+}

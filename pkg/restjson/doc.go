@@ -14,7 +14,8 @@
 //
 // Everything else is protojson's behaviour: output uses lowerCamelCase JSON
 // names (or the field's json_name), input accepts JSON names and proto names,
-// unknown fields are rejected, zero values are omitted.
+// unknown fields are rejected. ServeMuxOptions writes every field of a
+// response, zero values and empty lists included (EmitUnpopulated).
 //
 // # Enum naming rule
 //

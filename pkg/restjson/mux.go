@@ -17,9 +17,15 @@ import (
 // runtime.SetQueryParameterParser, which sets a process-wide variable used
 // by the generated code for every ServeMux, so applying these options affects
 // all muxes in the process.
+//
+// Responses carry every field of their message (issue #24): zero numbers,
+// false, "", [] and {} are written, unset messages and timestamps as null,
+// and an enum's zero value as its short form ("unspecified"). Only proto3
+// `optional` fields that are unset are left out (protojson treats them as a
+// oneof).
 func ServeMuxOptions() []runtime.ServeMuxOption {
 	m := &Marshaler{
-		MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: false, UseProtoNames: false},
+		MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: false},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 	}
 	return []runtime.ServeMuxOption{

@@ -3,7 +3,6 @@ package searchindex
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +27,8 @@ var ErrEmptyQuery = errors.New("query has no searchable words")
 
 // Query is a search request.
 type Query struct {
+	// Text is in the query syntax (query.go): quoted phrases are required.
+	// NaturalQuery turns an agent's words into a query of those words.
 	Text string
 	TopK int
 	// AgentID limits results to one agent ("" = all).
@@ -66,8 +67,6 @@ type Result struct {
 	State     State
 }
 
-var phraseRe = regexp.MustCompile(`"([^"]+)"`)
-
 // Search runs q against the current generation.
 func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	start := time.Now()
@@ -78,7 +77,8 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	if topK > MaxTopK {
 		topK = MaxTopK
 	}
-	text, phrases := splitPhrases(q.Text)
+	parsed := parseQuery(q.Text) // query.go: the syntax
+	text, phrases := parsed.words, parsed.phrases
 	queryTerms := ix.terms(q.Text)
 	if len(queryTerms) == 0 {
 		return nil, ErrEmptyQuery
@@ -306,14 +306,6 @@ func lowerASCII(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
-}
-
-// splitPhrases separates "quoted phrases" from the other words.
-func splitPhrases(s string) (rest string, phrases []string) {
-	for _, m := range phraseRe.FindAllStringSubmatch(s, -1) {
-		phrases = append(phrases, m[1])
-	}
-	return strings.TrimSpace(phraseRe.ReplaceAllString(s, " ")), phrases
 }
 
 // terms are the analyzed terms of s.

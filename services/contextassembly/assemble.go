@@ -15,6 +15,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memread"
+	"github.com/garden-bloom/memory/pkg/searchindex"
 )
 
 // Context assembly limits (spec integration §5).
@@ -123,7 +124,9 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 		if h.svc.deps.Search == nil {
 			warn("search is not configured: no hits for the query hint")
 		} else {
-			sreq := &memoryv1.SearchRequest{Query: hint, TopK: int32(topK), AgentId: req.GetAgentId(),
+			// The hint is an agent's words, not query syntax: its quotes,
+			// AND/OR/NOT, -word or field:value require and filter nothing.
+			sreq := &memoryv1.SearchRequest{Query: searchindex.NaturalQuery(hint), TopK: int32(topK), AgentId: req.GetAgentId(),
 				OmitExcerpts: true} // fillHit reads the lines
 			if req.GetAt() != "" {
 				sreq.At = sha // hits as of the very commit read, not the index's head

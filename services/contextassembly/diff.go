@@ -159,6 +159,9 @@ func (h *handler) DiffMemory(ctx context.Context, req *memoryv1.DiffMemoryReques
 	if err := access(ctx, req.GetAgentId(), "agentId"); err != nil {
 		return nil, err
 	}
+	if err := checkTool(req.GetTool(), "memory-diff", "diff_memory"); err != nil {
+		return nil, err
+	}
 	if req.GetMaxTokens() < 0 {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "maxTokens", "maxTokens must not be negative")
 	}

@@ -137,6 +137,9 @@ func (h *handler) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryReques
 	if err := access(ctx, req.GetAgentId(), "agentId"); err != nil {
 		return nil, err
 	}
+	if err := specRead(req); err != nil {
+		return nil, err
+	}
 	readMode := req.GetMode()
 	if readMode == memoryv1.ReadMode_READ_MODE_UNSPECIFIED {
 		readMode = req.GetDepth() // the DiffMem adapter's name

@@ -36,12 +36,16 @@ type Config struct {
 	// Timeout bounds each REST request, reading its body included; the
 	// deadline is passed on to the gRPC call. On expiry: 504.
 	Timeout time.Duration
+	// CORS is the cross-origin policy; off by default.
+	CORS CORSConfig
 }
 
 // RegisterFlags adds the REST edge's flags.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxBodyBytes, "rest-max-body-bytes", DefaultMaxBodyBytes, "gateway target: largest REST request body accepted; larger ones get 413 REQUEST_TOO_LARGE (at most --grpc-max-recv-bytes)")
 	fs.DurationVar(&c.Timeout, "rest-timeout", DefaultTimeout, "gateway target: deadline of each REST request, passed on to the gRPC call; when it passes the answer is 504")
+	fs.Var(originsFlag{&c.CORS.AllowedOrigins}, "cors-allowed-origins", "gateway target: comma-separated origins (scheme://host[:port]) allowed to call the REST API from a browser; empty = CORS off")
+	fs.BoolVar(&c.CORS.AllowCredentials, "cors-allow-credentials", false, "gateway target: answer CORS requests with Access-Control-Allow-Credentials: true (needs --cors-allowed-origins)")
 }
 
 // Validate checks the REST edge's flags on their own; that the body limit
@@ -53,5 +57,5 @@ func (c *Config) Validate() error {
 	if c.Timeout <= 0 {
 		return errors.New("--rest-timeout must be positive")
 	}
-	return nil
+	return c.CORS.Validate()
 }

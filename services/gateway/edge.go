@@ -23,24 +23,30 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/restjson"
 )
 
 // OpenAPIPath serves the OpenAPI document of the REST API, without a token.
 const OpenAPIPath = "/openapi.json"
 
 // edge puts the REST edge's limits in front of the grpc-gateway mux: the
-// request target's length, a deadline per request, and a body that is
-// bounded in size, valid UTF-8 and not nested too deeply — all checked
-// before any service is called.
+// CORS policy, the request target's length, the route (404, 405 with
+// Allow) and its query parameters (none unknown, aliases resolved), a
+// deadline per request, and a body that is bounded in size, valid UTF-8 and
+// not nested too deeply — all checked before any service is called.
 type edge struct {
 	cfg     Config
 	mux     *runtime.ServeMux
+	routes  *restjson.Routes
 	logger  *slog.Logger
 	openAPI http.Handler
 }
 
 func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == OpenAPIPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+	if e.cors(w, r) {
+		return
+	}
+	if (r.URL.Path == OpenAPIPath || r.URL.Path == DocsPath) && (r.Method == http.MethodGet || r.Method == http.MethodHead) { // docs.go
 		e.openAPI.ServeHTTP(w, r)
 		return
 	}
@@ -50,6 +56,9 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(target) > MaxURLBytes {
 		e.reject(w, r, http.StatusRequestURITooLong, tooLarge("the request URL", MaxURLBytes))
+		return
+	}
+	if !e.route(w, r) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), e.cfg.Timeout)

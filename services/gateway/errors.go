@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -18,6 +19,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/auth"
 )
 
 // unavailableRetry is the retry delay suggested when a service behind the
@@ -30,8 +32,9 @@ const unavailableRetry = time.Second
 // the edge's limits — leaves in one shape: grpc-gateway's JSON status
 // {code, message, details}, whose first detail is always a
 // google.rpc.ErrorInfo, with the HTTP status of the code
-// (runtime.HTTPStatusFromCode, except REQUEST_TOO_LARGE → 413) and, when
-// the status carries a google.rpc.RetryInfo, a Retry-After header.
+// (runtime.HTTPStatusFromCode, refined by reason: see httpStatusOf), a
+// Retry-After header when the status carries a google.rpc.RetryInfo, and an
+// RFC 6750 WWW-Authenticate challenge on 401 and 403.
 func (e *edge) writeError(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 	httpStatus := 0
 	var hs *runtime.HTTPStatusError
@@ -44,6 +47,11 @@ func (e *edge) writeError(ctx context.Context, mux *runtime.ServeMux, m runtime.
 	}
 	if d, ok := retryDelay(st); ok {
 		w.Header().Set("Retry-After", retryAfter(d))
+	}
+	if c := bearerChallenge(r, httpStatus, st); c != "" {
+		// grpc-gateway's handler sets WWW-Authenticate to the status
+		// message on Unauthenticated; ours replaces it as the header goes out.
+		w = &headerOverride{ResponseWriter: w, key: "WWW-Authenticate", value: c}
 	}
 	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, &runtime.HTTPStatusError{HTTPStatus: httpStatus, Err: st.Err()})
 }
@@ -117,13 +125,71 @@ func fallbackReason(c codes.Code) memoryv1.ErrorReason {
 // httpStatusOf is grpc-gateway's mapping (400 InvalidArgument,
 // FailedPrecondition, OutOfRange; 401; 403; 404; 409 AlreadyExists,
 // Aborted; 429 ResourceExhausted; 499 Canceled; 501; 503; 504
-// DeadlineExceeded; 500 otherwise), except that a REQUEST_TOO_LARGE reason
-// is 413 whatever its code.
+// DeadlineExceeded; 500 otherwise, DataLoss and Internal included), except
+// where the reason says more than the code: REQUEST_TOO_LARGE is 413, a
+// state conflict (INVALID_TRANSITION, VERSION_CONFLICT, ALREADY_EXISTS) is
+// 409, and MEMORY_CORRUPTED is 500 — the stored memory is broken, not the
+// request — whatever code the service chose.
 func httpStatusOf(st *status.Status) int {
-	if apierr.Info(st.Err()).GetReason() == apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE) {
-		return http.StatusRequestEntityTooLarge
+	if s, ok := statusByReason[apierr.Info(st.Err()).GetReason()]; ok {
+		return s
 	}
 	return runtime.HTTPStatusFromCode(st.Code())
+}
+
+var statusByReason = map[string]int{
+	apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE):  http.StatusRequestEntityTooLarge,
+	apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_INVALID_TRANSITION): http.StatusConflict,
+	apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_VERSION_CONFLICT):   http.StatusConflict,
+	apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_ALREADY_EXISTS):     http.StatusConflict,
+	apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED):   http.StatusInternalServerError,
+}
+
+// Realm is the realm of the REST edge's WWW-Authenticate challenges.
+const Realm = auth.HTTPRealm
+
+// bearerChallenge is the RFC 6750 §3 challenge of a 401 or 403 answer: no
+// error code when the request carried no bearer token, invalid_token when
+// its token was refused, invalid_request when it sent several Authorization
+// headers, insufficient_scope on 403.
+func bearerChallenge(r *http.Request, httpStatus int, st *status.Status) string {
+	switch httpStatus {
+	case http.StatusUnauthorized:
+		vals := r.Header.Values("Authorization")
+		switch {
+		case len(vals) == 0 || (len(vals) == 1 && !auth.IsBearer(vals[0])):
+			// No bearer token at all: another scheme counts as none (§3.1).
+			return auth.BearerChallenge(Realm, "", "")
+		case len(vals) > 1:
+			return auth.BearerChallenge(Realm, "invalid_request", "authorization must be one bearer token")
+		default:
+			return auth.BearerChallenge(Realm, "invalid_token", st.Message())
+		}
+	case http.StatusForbidden:
+		if st.Code() == codes.PermissionDenied {
+			return auth.BearerChallenge(Realm, "insufficient_scope", st.Message())
+		}
+	}
+	return ""
+}
+
+// routingError is the mux's answer for a path or method it has no handler
+// for. The edge answers these before the mux (see edge.route); this keeps
+// the mux's own answers in the same shape should the two ever disagree.
+func (e *edge) routingError(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
+	var err error
+	switch httpStatus {
+	case http.StatusNotFound:
+		err = notFound(r.URL.Path)
+	case http.StatusMethodNotAllowed:
+		allowed := e.methodsOf(r.URL.Path)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		err = methodNotAllowed(r.Method, allowed)
+	default:
+		runtime.DefaultRoutingErrorHandler(ctx, mux, m, w, r, httpStatus)
+		return
+	}
+	e.writeError(ctx, mux, m, w, r, &runtime.HTTPStatusError{HTTPStatus: httpStatus, Err: err})
 }
 
 // retryDelay returns the RetryInfo delay of st, if it has one.
@@ -156,3 +222,27 @@ func deadlinePassed(ctx context.Context) bool {
 	dl, ok := ctx.Deadline()
 	return ok && time.Until(dl) < deadlineSlack
 }
+
+// headerOverride sets one header just before the status line is written.
+type headerOverride struct {
+	http.ResponseWriter
+	key, value string
+	done       bool
+}
+
+func (h *headerOverride) WriteHeader(code int) {
+	if !h.done {
+		h.done = true
+		h.Header().Set(h.key, h.value)
+	}
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func (h *headerOverride) Write(b []byte) (int, error) {
+	if !h.done {
+		h.WriteHeader(http.StatusOK) // as net/http does for a Write before WriteHeader
+	}
+	return h.ResponseWriter.Write(b)
+}
+
+func (h *headerOverride) Unwrap() http.ResponseWriter { return h.ResponseWriter }

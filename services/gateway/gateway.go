@@ -8,7 +8,10 @@
 // size, UTF-8, JSON nesting), gives every request a deadline, answers every
 // error as grpc-gateway's JSON status with an ErrorInfo (and Retry-After
 // when the status says when to retry), and serves the OpenAPI document at
-// OpenAPIPath.
+// OpenAPIPath. It refuses what it would otherwise ignore: unknown paths
+// (404), wrong methods (405 with Allow) and query parameters a route does
+// not take (400, with a "did you mean"). CORS is off unless origins are
+// listed.
 package gateway
 
 import (
@@ -35,15 +38,22 @@ type Conns struct {
 
 // New returns the REST handler for every documented path and OpenAPIPath.
 // Zero fields of cfg take their defaults.
-func New(ctx context.Context, conns Conns, cfg Config, logger *slog.Logger) (http.Handler, error) {
+func New(ctx context.Context, conns Conns, cfg Config, logger *slog.Logger) (_ http.Handler, err error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	e := &edge{cfg: cfg, logger: logger, openAPI: openAPIHandler(gen.OpenAPI)}
-	e.mux = runtime.NewServeMux(append(restjson.ServeMuxOptions(), runtime.WithErrorHandler(e.writeError))...)
+	e := &edge{cfg: cfg, logger: logger, openAPI: apiDocsHandler(gen.OpenAPI)}
+	if e.routes, err = restjson.NewRoutes(apiServices(), queryAliases); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	e.mux = runtime.NewServeMux(append(restjson.ServeMuxOptions(),
+		runtime.WithErrorHandler(e.writeError), runtime.WithRoutingErrorHandler(e.routingError),
+		// A form-encoded POST standing in for a GET would carry its
+		// parameters past the edge's query check (edge.route).
+		runtime.WithDisablePathLengthFallback())...)
 	mux := e.mux
 	for name, register := range map[string]func() error{
 		"context-assembly": func() error {

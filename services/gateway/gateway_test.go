@@ -187,7 +187,8 @@ func TestErrorMapping(t *testing.T) {
 	t.Run("success is untouched", func(t *testing.T) {
 		r := h.do(t, "GET", "/memory/search?q=hello", nil)
 		require.Equal(t, http.StatusOK, r.status, r.raw)
-		require.JSONEq(t, `{"indexCommit":"abc","totalHits":5}`, r.raw)
+		// Every field, zero values included (issue #24).
+		require.JSONEq(t, `{"indexCommit":"abc","totalHits":5,"results":[],"stale":false,"took":null}`, r.raw)
 	})
 }
 
@@ -302,11 +303,11 @@ func TestOpenAPI(t *testing.T) {
 	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	require.Equal(t, gen.OpenAPI, raw, "the generated document, byte for byte")
 	var doc struct {
-		Swagger string         `json:"swagger"`
+		OpenAPI string         `json:"openapi"`
 		Paths   map[string]any `json:"paths"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &doc))
-	require.Equal(t, "2.0", doc.Swagger)
+	require.Equal(t, "3.1.0", doc.OpenAPI)
 	require.Contains(t, doc.Paths, "/memory/propose")
 	require.Contains(t, doc.Paths, "/memory/search")
 

@@ -71,6 +71,9 @@ func (h *handler) propose(ctx context.Context, req *memoryv1.ProposeRequest, sta
 	if err != nil {
 		return nil, err
 	}
+	if err := specPropose(req); err != nil {
+		return nil, err
+	}
 	updates, err := validateProposal(req, s.counter, s.cfg)
 	if err != nil {
 		return nil, err
@@ -78,6 +81,9 @@ func (h *handler) propose(ctx context.Context, req *memoryv1.ProposeRequest, sta
 	head, meta, policy, err := s.headState(ctx, req.GetAgentId())
 	if err != nil {
 		return nil, h.internal(err, "reading the agent's memory")
+	}
+	if req.AutoApprove != nil && !req.GetAutoApprove() {
+		policy.AutoApprove = false // the agent's hint: wait for a person
 	}
 	p := s.newProposal(req.GetAgentId(), req.GetRunId(), claims.Subject)
 	p.ExpectedVersion, p.Updates, p.Reasoning = req.ExpectedVersion, updates, req.GetReasoning()
@@ -222,10 +228,10 @@ func decide(p *memoryv1.Proposal, meta memlayout.Meta, policy memlayout.Policy) 
 }
 
 func proposeResponse(p *memoryv1.Proposal) *memoryv1.ProposeResponse {
-	return &memoryv1.ProposeResponse{
+	return fillSpecFields(&memoryv1.ProposeResponse{
 		ProposalId: p.GetProposalId(), Status: p.GetStatus(), AgentId: p.GetAgentId(),
 		CreatedAt: p.GetCreatedAt(), ReviewUrl: p.GetReviewUrl(), Proposal: p,
-	}
+	})
 }
 
 // guardTimeout bounds the semantic guard: a slow read plane must not stall

@@ -69,6 +69,11 @@ func (h *handler) CreateSnapshot(ctx context.Context, req *memoryv1.CreateSnapsh
 	if _, err := authz.RequireRole(ctx, auth.RoleAdmin); err != nil {
 		return nil, err
 	}
+	// name is where the snapshot is stored (the spec's path, else the label).
+	name, err := specSnapshot(req, label)
+	if err != nil {
+		return nil, err
+	}
 	commit, err := h.resolveCommit(ctx, req.GetCommit())
 	if err != nil {
 		return nil, err
@@ -81,10 +86,10 @@ func (h *handler) CreateSnapshot(ctx context.Context, req *memoryv1.CreateSnapsh
 		return nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_AGENT_NOT_FOUND,
 			fmt.Sprintf("agent %q has no memory at %s", agent, commit.String()[:12]), nil)
 	}
-	key := snapshotKey(agent, label, ".tar.gz")
+	key := snapshotKey(agent, name, ".tar.gz")
 	if _, err := s.blobs.Stat(ctx, key); err == nil {
 		return nil, apierr.New(codes.AlreadyExists, memoryv1.ErrorReason_ERROR_REASON_ALREADY_EXISTS,
-			fmt.Sprintf("snapshot %q of %s already exists; choose another label", label, agent), nil)
+			fmt.Sprintf("snapshot %q of %s already exists; choose another label", name, agent), nil)
 	} else if !errors.Is(err, blob.ErrNotFound) {
 		return nil, s.objectsUnavailable(err, "snapshot")
 	}
@@ -101,7 +106,7 @@ func (h *handler) CreateSnapshot(ctx context.Context, req *memoryv1.CreateSnapsh
 		return nil, s.objectsUnavailable(err, "snapshot")
 	}
 	snap := &memoryv1.Snapshot{
-		SnapshotId: snapshotIDPrefix + label, AgentId: agent, Label: label, CreatedAt: timestamppb.New(now),
+		SnapshotId: snapshotIDPrefix + name, AgentId: agent, Label: label, CreatedAt: timestamppb.New(now),
 		GitCommit: commit.String(), SizeBytes: info.Size, Size: humanSize(info.Size),
 		StoredAt: s.location(key), Restorable: true, IncludeRuns: req.GetIncludeRuns(),
 	}
@@ -109,11 +114,11 @@ func (h *handler) CreateSnapshot(ctx context.Context, req *memoryv1.CreateSnapsh
 	if err != nil {
 		return nil, h.internal(err, "describing the snapshot")
 	}
-	if _, err := s.blobs.Put(ctx, snapshotKey(agent, label, ".json"), bytes.NewReader(desc), int64(len(desc)), blob.PutOptions{ContentType: "application/json"}); err != nil {
+	if _, err := s.blobs.Put(ctx, snapshotKey(agent, name, ".json"), bytes.NewReader(desc), int64(len(desc)), blob.PutOptions{ContentType: "application/json"}); err != nil {
 		return nil, s.objectsUnavailable(err, "snapshot")
 	}
 	s.logger.Info("snapshot written", "agent", agent, "label", label, "commit", commit.String(), "bytes", info.Size, "files", len(files))
-	return &memoryv1.CreateSnapshotResponse{Snapshot: snap}, nil
+	return snapshotResponse(snap), nil
 }
 
 // ListSnapshots lists an agent's snapshots by label (admin).
@@ -150,7 +155,7 @@ func (h *handler) ListSnapshots(ctx context.Context, req *memoryv1.ListSnapshots
 	resp := &memoryv1.ListSnapshotsResponse{}
 	for _, label := range descs {
 		if len(resp.Snapshots) == size {
-			resp.NextPageToken = resp.Snapshots[size-1].GetLabel()
+			resp.NextPageToken = labelOf(resp.Snapshots[size-1].GetSnapshotId()) // the stored name
 			break
 		}
 		snap, err := s.readSnapshotDesc(ctx, agent, label)

@@ -50,6 +50,9 @@ func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*mem
 	if err != nil {
 		return nil, err
 	}
+	if err := specSearch(req); err != nil {
+		return nil, err
+	}
 	q := searchindex.Query{Text: req.GetQuery(), TopK: int(req.GetTopK()), AgentID: req.GetAgentId(),
 		Layer: int(req.GetLayer()), Kinds: req.GetKinds(), PathPrefix: req.GetPathPrefix(),
 		OmitExcerpts: req.GetOmitExcerpts()}

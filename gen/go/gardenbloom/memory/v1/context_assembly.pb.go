@@ -93,7 +93,14 @@ type ReadMemoryRequest struct {
 	// Temporal mode: end of the range; empty = `at` or HEAD.
 	To string `protobuf:"bytes,8,opt,name=to,proto3" json:"to,omitempty"`
 	// The DiffMem adapter's name for `mode`, used when `mode` is unset.
-	Depth         ReadMode `protobuf:"varint,9,opt,name=depth,proto3,enum=gardenbloom.memory.v1.ReadMode" json:"depth,omitempty"`
+	Depth ReadMode `protobuf:"varint,9,opt,name=depth,proto3,enum=gardenbloom.memory.v1.ReadMode" json:"depth,omitempty"`
+	// The spec's tool name (DiffMem §4.1 "read-memory"; the Mastra adapter's
+	// "read_memory"/"get_context"); optional, and when given it must name this
+	// call, else 400.
+	Tool string `protobuf:"bytes,10,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The spec's nested read options (DiffMem §4.1). Each is the same as the
+	// top-level field of that name; giving both with different values is a 400.
+	Options       *ReadOptions `protobuf:"bytes,11,opt,name=options,proto3" json:"options,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -191,6 +198,81 @@ func (x *ReadMemoryRequest) GetDepth() ReadMode {
 	return ReadMode_READ_MODE_UNSPECIFIED
 }
 
+func (x *ReadMemoryRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ReadMemoryRequest) GetOptions() *ReadOptions {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+// ReadOptions are read-memory's options as the spec nests them.
+type ReadOptions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MaxTokens     int32                  `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	IncludeFiles  []string               `protobuf:"bytes,2,rep,name=include_files,json=includeFiles,proto3" json:"include_files,omitempty"`
+	ExcludeFiles  []string               `protobuf:"bytes,3,rep,name=exclude_files,json=excludeFiles,proto3" json:"exclude_files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadOptions) Reset() {
+	*x = ReadOptions{}
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadOptions) ProtoMessage() {}
+
+func (x *ReadOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
+func (*ReadOptions) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReadOptions) GetMaxTokens() int32 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *ReadOptions) GetIncludeFiles() []string {
+	if x != nil {
+		return x.IncludeFiles
+	}
+	return nil
+}
+
+func (x *ReadOptions) GetExcludeFiles() []string {
+	if x != nil {
+		return x.ExcludeFiles
+	}
+	return nil
+}
+
 // FileContent is one file of a read, with its token count.
 type FileContent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -208,7 +290,7 @@ type FileContent struct {
 
 func (x *FileContent) Reset() {
 	*x = FileContent{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -220,7 +302,7 @@ func (x *FileContent) String() string {
 func (*FileContent) ProtoMessage() {}
 
 func (x *FileContent) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -233,7 +315,7 @@ func (x *FileContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileContent.ProtoReflect.Descriptor instead.
 func (*FileContent) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{1}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *FileContent) GetFile() string {
@@ -297,7 +379,7 @@ type ReadMemoryResponse struct {
 
 func (x *ReadMemoryResponse) Reset() {
 	*x = ReadMemoryResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -309,7 +391,7 @@ func (x *ReadMemoryResponse) String() string {
 func (*ReadMemoryResponse) ProtoMessage() {}
 
 func (x *ReadMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -322,7 +404,7 @@ func (x *ReadMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMemoryResponse.ProtoReflect.Descriptor instead.
 func (*ReadMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{2}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReadMemoryResponse) GetAgentId() string {
@@ -431,7 +513,7 @@ type GetLayer2Request struct {
 
 func (x *GetLayer2Request) Reset() {
 	*x = GetLayer2Request{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -443,7 +525,7 @@ func (x *GetLayer2Request) String() string {
 func (*GetLayer2Request) ProtoMessage() {}
 
 func (x *GetLayer2Request) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -456,7 +538,7 @@ func (x *GetLayer2Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLayer2Request.ProtoReflect.Descriptor instead.
 func (*GetLayer2Request) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{3}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetLayer2Request) GetAgentId() string {
@@ -527,7 +609,7 @@ type TimelineDay struct {
 
 func (x *TimelineDay) Reset() {
 	*x = TimelineDay{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +621,7 @@ func (x *TimelineDay) String() string {
 func (*TimelineDay) ProtoMessage() {}
 
 func (x *TimelineDay) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +634,7 @@ func (x *TimelineDay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineDay.ProtoReflect.Descriptor instead.
 func (*TimelineDay) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{4}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TimelineDay) GetDate() string {
@@ -588,7 +670,7 @@ type RunRecord struct {
 
 func (x *RunRecord) Reset() {
 	*x = RunRecord{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +682,7 @@ func (x *RunRecord) String() string {
 func (*RunRecord) ProtoMessage() {}
 
 func (x *RunRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +695,7 @@ func (x *RunRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRecord.ProtoReflect.Descriptor instead.
 func (*RunRecord) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{5}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RunRecord) GetRunId() string {
@@ -654,7 +736,7 @@ type GetLayer2Response struct {
 
 func (x *GetLayer2Response) Reset() {
 	*x = GetLayer2Response{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -666,7 +748,7 @@ func (x *GetLayer2Response) String() string {
 func (*GetLayer2Response) ProtoMessage() {}
 
 func (x *GetLayer2Response) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -679,7 +761,7 @@ func (x *GetLayer2Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLayer2Response.ProtoReflect.Descriptor instead.
 func (*GetLayer2Response) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{6}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetLayer2Response) GetAgentId() string {
@@ -758,7 +840,7 @@ type AssembleContextRequest struct {
 
 func (x *AssembleContextRequest) Reset() {
 	*x = AssembleContextRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +852,7 @@ func (x *AssembleContextRequest) String() string {
 func (*AssembleContextRequest) ProtoMessage() {}
 
 func (x *AssembleContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +865,7 @@ func (x *AssembleContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssembleContextRequest.ProtoReflect.Descriptor instead.
 func (*AssembleContextRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{7}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AssembleContextRequest) GetAgentId() string {
@@ -849,7 +931,7 @@ type ContextSection struct {
 
 func (x *ContextSection) Reset() {
 	*x = ContextSection{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +943,7 @@ func (x *ContextSection) String() string {
 func (*ContextSection) ProtoMessage() {}
 
 func (x *ContextSection) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +956,7 @@ func (x *ContextSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextSection.ProtoReflect.Descriptor instead.
 func (*ContextSection) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{8}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ContextSection) GetKind() string {
@@ -959,7 +1041,7 @@ type AssembleContextResponse struct {
 
 func (x *AssembleContextResponse) Reset() {
 	*x = AssembleContextResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1053,7 @@ func (x *AssembleContextResponse) String() string {
 func (*AssembleContextResponse) ProtoMessage() {}
 
 func (x *AssembleContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1066,7 @@ func (x *AssembleContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssembleContextResponse.ProtoReflect.Descriptor instead.
 func (*AssembleContextResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{9}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AssembleContextResponse) GetAgentId() string {
@@ -1061,14 +1143,17 @@ type DiffMemoryRequest struct {
 	Files  []string   `protobuf:"bytes,4,rep,name=files,proto3" json:"files,omitempty"`
 	Format DiffFormat `protobuf:"varint,5,opt,name=format,proto3,enum=gardenbloom.memory.v1.DiffFormat" json:"format,omitempty"`
 	// Upper bound on tokenCount; 0 = no bound.
-	MaxTokens     int32 `protobuf:"varint,6,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	MaxTokens int32 `protobuf:"varint,6,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// The spec's tool name (DiffMem §4.3 "memory-diff"; the Mastra adapter's
+	// "diff_memory"); optional, and when given it must name this call, else 400.
+	Tool          string `protobuf:"bytes,7,opt,name=tool,proto3" json:"tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DiffMemoryRequest) Reset() {
 	*x = DiffMemoryRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1165,7 @@ func (x *DiffMemoryRequest) String() string {
 func (*DiffMemoryRequest) ProtoMessage() {}
 
 func (x *DiffMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1178,7 @@ func (x *DiffMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffMemoryRequest.ProtoReflect.Descriptor instead.
 func (*DiffMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{10}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DiffMemoryRequest) GetAgentId() string {
@@ -1138,6 +1223,13 @@ func (x *DiffMemoryRequest) GetMaxTokens() int32 {
 	return 0
 }
 
+func (x *DiffMemoryRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
 // DiffStats are the summary figures of a diff.
 type DiffStats struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1151,7 +1243,7 @@ type DiffStats struct {
 
 func (x *DiffStats) Reset() {
 	*x = DiffStats{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1255,7 @@ func (x *DiffStats) String() string {
 func (*DiffStats) ProtoMessage() {}
 
 func (x *DiffStats) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1268,7 @@ func (x *DiffStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffStats.ProtoReflect.Descriptor instead.
 func (*DiffStats) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{11}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DiffStats) GetCommits() int32 {
@@ -1223,7 +1315,7 @@ type ItemChange struct {
 
 func (x *ItemChange) Reset() {
 	*x = ItemChange{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1327,7 @@ func (x *ItemChange) String() string {
 func (*ItemChange) ProtoMessage() {}
 
 func (x *ItemChange) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1340,7 @@ func (x *ItemChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemChange.ProtoReflect.Descriptor instead.
 func (*ItemChange) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{12}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ItemChange) GetItem() string {
@@ -1316,7 +1408,7 @@ type DiffMemoryResponse struct {
 
 func (x *DiffMemoryResponse) Reset() {
 	*x = DiffMemoryResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1420,7 @@ func (x *DiffMemoryResponse) String() string {
 func (*DiffMemoryResponse) ProtoMessage() {}
 
 func (x *DiffMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1433,7 @@ func (x *DiffMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffMemoryResponse.ProtoReflect.Descriptor instead.
 func (*DiffMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{13}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DiffMemoryResponse) GetAgentId() string {
@@ -1438,7 +1530,7 @@ type ListHistoryRequest struct {
 
 func (x *ListHistoryRequest) Reset() {
 	*x = ListHistoryRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1542,7 @@ func (x *ListHistoryRequest) String() string {
 func (*ListHistoryRequest) ProtoMessage() {}
 
 func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1555,7 @@ func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryRequest.ProtoReflect.Descriptor instead.
 func (*ListHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{14}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListHistoryRequest) GetAgentId() string {
@@ -1519,7 +1611,7 @@ type ListHistoryResponse struct {
 
 func (x *ListHistoryResponse) Reset() {
 	*x = ListHistoryResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1531,7 +1623,7 @@ func (x *ListHistoryResponse) String() string {
 func (*ListHistoryResponse) ProtoMessage() {}
 
 func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1544,7 +1636,7 @@ func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryResponse.ProtoReflect.Descriptor instead.
 func (*ListHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{15}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListHistoryResponse) GetCommits() []*CommitInfo {
@@ -1570,7 +1662,7 @@ type GetAgentStatusRequest struct {
 
 func (x *GetAgentStatusRequest) Reset() {
 	*x = GetAgentStatusRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1674,7 @@ func (x *GetAgentStatusRequest) String() string {
 func (*GetAgentStatusRequest) ProtoMessage() {}
 
 func (x *GetAgentStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1687,7 @@ func (x *GetAgentStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentStatusRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{16}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetAgentStatusRequest) GetAgentId() string {
@@ -1617,7 +1709,7 @@ type LayerUsage struct {
 
 func (x *LayerUsage) Reset() {
 	*x = LayerUsage{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1721,7 @@ func (x *LayerUsage) String() string {
 func (*LayerUsage) ProtoMessage() {}
 
 func (x *LayerUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1734,7 @@ func (x *LayerUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LayerUsage.ProtoReflect.Descriptor instead.
 func (*LayerUsage) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{17}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LayerUsage) GetFile() string {
@@ -1685,7 +1777,7 @@ type GetAgentStatusResponse struct {
 
 func (x *GetAgentStatusResponse) Reset() {
 	*x = GetAgentStatusResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1789,7 @@ func (x *GetAgentStatusResponse) String() string {
 func (*GetAgentStatusResponse) ProtoMessage() {}
 
 func (x *GetAgentStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1802,7 @@ func (x *GetAgentStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentStatusResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{18}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetAgentStatusResponse) GetAgentId() string {
@@ -1773,7 +1865,7 @@ var File_gardenbloom_memory_v1_context_assembly_proto protoreflect.FileDescripto
 
 const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\n" +
-	",gardenbloom/memory/v1/context_assembly.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb7\x02\n" +
+	",gardenbloom/memory/v1/context_assembly.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x89\x03\n" +
 	"\x11ReadMemoryRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x123\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x1f.gardenbloom.memory.v1.ReadModeR\x04mode\x12\x1d\n" +
@@ -1784,7 +1876,15 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\x02at\x18\x06 \x01(\tR\x02at\x12\x12\n" +
 	"\x04from\x18\a \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\b \x01(\tR\x02to\x125\n" +
-	"\x05depth\x18\t \x01(\x0e2\x1f.gardenbloom.memory.v1.ReadModeR\x05depth\"\x90\x01\n" +
+	"\x05depth\x18\t \x01(\x0e2\x1f.gardenbloom.memory.v1.ReadModeR\x05depth\x12\x12\n" +
+	"\x04tool\x18\n" +
+	" \x01(\tR\x04tool\x12<\n" +
+	"\aoptions\x18\v \x01(\v2\".gardenbloom.memory.v1.ReadOptionsR\aoptions\"v\n" +
+	"\vReadOptions\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x01 \x01(\x05R\tmaxTokens\x12#\n" +
+	"\rinclude_files\x18\x02 \x03(\tR\fincludeFiles\x12#\n" +
+	"\rexclude_files\x18\x03 \x03(\tR\fexcludeFiles\"\x90\x01\n" +
 	"\vFileContent\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x1f\n" +
@@ -1875,7 +1975,7 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\bwarnings\x18\t \x03(\tR\bwarnings\x1a@\n" +
 	"\x12TokensByLayerEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xc2\x01\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xd6\x01\n" +
 	"\x11DiffMemoryRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
@@ -1883,7 +1983,8 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\x05files\x18\x04 \x03(\tR\x05files\x129\n" +
 	"\x06format\x18\x05 \x01(\x0e2!.gardenbloom.memory.v1.DiffFormatR\x06format\x12\x1d\n" +
 	"\n" +
-	"max_tokens\x18\x06 \x01(\x05R\tmaxTokens\"w\n" +
+	"max_tokens\x18\x06 \x01(\x05R\tmaxTokens\x12\x12\n" +
+	"\x04tool\x18\a \x01(\tR\x04tool\"w\n" +
 	"\tDiffStats\x12\x18\n" +
 	"\acommits\x18\x01 \x01(\x05R\acommits\x12\x14\n" +
 	"\x05files\x18\x02 \x01(\x05R\x05files\x12\x1c\n" +
@@ -1969,83 +2070,85 @@ func file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP() []byte {
 }
 
 var file_gardenbloom_memory_v1_context_assembly_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_gardenbloom_memory_v1_context_assembly_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_gardenbloom_memory_v1_context_assembly_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_gardenbloom_memory_v1_context_assembly_proto_goTypes = []any{
 	(DiffFormat)(0),                 // 0: gardenbloom.memory.v1.DiffFormat
 	(*ReadMemoryRequest)(nil),       // 1: gardenbloom.memory.v1.ReadMemoryRequest
-	(*FileContent)(nil),             // 2: gardenbloom.memory.v1.FileContent
-	(*ReadMemoryResponse)(nil),      // 3: gardenbloom.memory.v1.ReadMemoryResponse
-	(*GetLayer2Request)(nil),        // 4: gardenbloom.memory.v1.GetLayer2Request
-	(*TimelineDay)(nil),             // 5: gardenbloom.memory.v1.TimelineDay
-	(*RunRecord)(nil),               // 6: gardenbloom.memory.v1.RunRecord
-	(*GetLayer2Response)(nil),       // 7: gardenbloom.memory.v1.GetLayer2Response
-	(*AssembleContextRequest)(nil),  // 8: gardenbloom.memory.v1.AssembleContextRequest
-	(*ContextSection)(nil),          // 9: gardenbloom.memory.v1.ContextSection
-	(*AssembleContextResponse)(nil), // 10: gardenbloom.memory.v1.AssembleContextResponse
-	(*DiffMemoryRequest)(nil),       // 11: gardenbloom.memory.v1.DiffMemoryRequest
-	(*DiffStats)(nil),               // 12: gardenbloom.memory.v1.DiffStats
-	(*ItemChange)(nil),              // 13: gardenbloom.memory.v1.ItemChange
-	(*DiffMemoryResponse)(nil),      // 14: gardenbloom.memory.v1.DiffMemoryResponse
-	(*ListHistoryRequest)(nil),      // 15: gardenbloom.memory.v1.ListHistoryRequest
-	(*ListHistoryResponse)(nil),     // 16: gardenbloom.memory.v1.ListHistoryResponse
-	(*GetAgentStatusRequest)(nil),   // 17: gardenbloom.memory.v1.GetAgentStatusRequest
-	(*LayerUsage)(nil),              // 18: gardenbloom.memory.v1.LayerUsage
-	(*GetAgentStatusResponse)(nil),  // 19: gardenbloom.memory.v1.GetAgentStatusResponse
-	nil,                             // 20: gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
-	nil,                             // 21: gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
-	nil,                             // 22: gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
-	nil,                             // 23: gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
-	(ReadMode)(0),                   // 24: gardenbloom.memory.v1.ReadMode
-	(*timestamppb.Timestamp)(nil),   // 25: google.protobuf.Timestamp
-	(*MemoryMeta)(nil),              // 26: gardenbloom.memory.v1.MemoryMeta
-	(*Decision)(nil),                // 27: gardenbloom.memory.v1.Decision
-	(*Span)(nil),                    // 28: gardenbloom.memory.v1.Span
-	(ChangeKind)(0),                 // 29: gardenbloom.memory.v1.ChangeKind
-	(*CommitInfo)(nil),              // 30: gardenbloom.memory.v1.CommitInfo
+	(*ReadOptions)(nil),             // 2: gardenbloom.memory.v1.ReadOptions
+	(*FileContent)(nil),             // 3: gardenbloom.memory.v1.FileContent
+	(*ReadMemoryResponse)(nil),      // 4: gardenbloom.memory.v1.ReadMemoryResponse
+	(*GetLayer2Request)(nil),        // 5: gardenbloom.memory.v1.GetLayer2Request
+	(*TimelineDay)(nil),             // 6: gardenbloom.memory.v1.TimelineDay
+	(*RunRecord)(nil),               // 7: gardenbloom.memory.v1.RunRecord
+	(*GetLayer2Response)(nil),       // 8: gardenbloom.memory.v1.GetLayer2Response
+	(*AssembleContextRequest)(nil),  // 9: gardenbloom.memory.v1.AssembleContextRequest
+	(*ContextSection)(nil),          // 10: gardenbloom.memory.v1.ContextSection
+	(*AssembleContextResponse)(nil), // 11: gardenbloom.memory.v1.AssembleContextResponse
+	(*DiffMemoryRequest)(nil),       // 12: gardenbloom.memory.v1.DiffMemoryRequest
+	(*DiffStats)(nil),               // 13: gardenbloom.memory.v1.DiffStats
+	(*ItemChange)(nil),              // 14: gardenbloom.memory.v1.ItemChange
+	(*DiffMemoryResponse)(nil),      // 15: gardenbloom.memory.v1.DiffMemoryResponse
+	(*ListHistoryRequest)(nil),      // 16: gardenbloom.memory.v1.ListHistoryRequest
+	(*ListHistoryResponse)(nil),     // 17: gardenbloom.memory.v1.ListHistoryResponse
+	(*GetAgentStatusRequest)(nil),   // 18: gardenbloom.memory.v1.GetAgentStatusRequest
+	(*LayerUsage)(nil),              // 19: gardenbloom.memory.v1.LayerUsage
+	(*GetAgentStatusResponse)(nil),  // 20: gardenbloom.memory.v1.GetAgentStatusResponse
+	nil,                             // 21: gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
+	nil,                             // 22: gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
+	nil,                             // 23: gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
+	nil,                             // 24: gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
+	(ReadMode)(0),                   // 25: gardenbloom.memory.v1.ReadMode
+	(*timestamppb.Timestamp)(nil),   // 26: google.protobuf.Timestamp
+	(*MemoryMeta)(nil),              // 27: gardenbloom.memory.v1.MemoryMeta
+	(*Decision)(nil),                // 28: gardenbloom.memory.v1.Decision
+	(*Span)(nil),                    // 29: gardenbloom.memory.v1.Span
+	(ChangeKind)(0),                 // 30: gardenbloom.memory.v1.ChangeKind
+	(*CommitInfo)(nil),              // 31: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_context_assembly_proto_depIdxs = []int32{
-	24, // 0: gardenbloom.memory.v1.ReadMemoryRequest.mode:type_name -> gardenbloom.memory.v1.ReadMode
-	24, // 1: gardenbloom.memory.v1.ReadMemoryRequest.depth:type_name -> gardenbloom.memory.v1.ReadMode
-	25, // 2: gardenbloom.memory.v1.ReadMemoryResponse.loaded_at:type_name -> google.protobuf.Timestamp
-	24, // 3: gardenbloom.memory.v1.ReadMemoryResponse.mode:type_name -> gardenbloom.memory.v1.ReadMode
-	20, // 4: gardenbloom.memory.v1.ReadMemoryResponse.content:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
-	2,  // 5: gardenbloom.memory.v1.ReadMemoryResponse.files:type_name -> gardenbloom.memory.v1.FileContent
-	26, // 6: gardenbloom.memory.v1.ReadMemoryResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
-	21, // 7: gardenbloom.memory.v1.ReadMemoryResponse.diffs:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
-	27, // 8: gardenbloom.memory.v1.GetLayer2Response.decisions:type_name -> gardenbloom.memory.v1.Decision
-	5,  // 9: gardenbloom.memory.v1.GetLayer2Response.timeline:type_name -> gardenbloom.memory.v1.TimelineDay
-	6,  // 10: gardenbloom.memory.v1.GetLayer2Response.runs:type_name -> gardenbloom.memory.v1.RunRecord
-	28, // 11: gardenbloom.memory.v1.ContextSection.span:type_name -> gardenbloom.memory.v1.Span
-	25, // 12: gardenbloom.memory.v1.AssembleContextResponse.assembled_at:type_name -> google.protobuf.Timestamp
-	9,  // 13: gardenbloom.memory.v1.AssembleContextResponse.sections:type_name -> gardenbloom.memory.v1.ContextSection
-	22, // 14: gardenbloom.memory.v1.AssembleContextResponse.tokens_by_layer:type_name -> gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
-	0,  // 15: gardenbloom.memory.v1.DiffMemoryRequest.format:type_name -> gardenbloom.memory.v1.DiffFormat
-	29, // 16: gardenbloom.memory.v1.ItemChange.change:type_name -> gardenbloom.memory.v1.ChangeKind
-	25, // 17: gardenbloom.memory.v1.DiffMemoryResponse.from_date:type_name -> google.protobuf.Timestamp
-	25, // 18: gardenbloom.memory.v1.DiffMemoryResponse.to_date:type_name -> google.protobuf.Timestamp
-	23, // 19: gardenbloom.memory.v1.DiffMemoryResponse.diff:type_name -> gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
-	12, // 20: gardenbloom.memory.v1.DiffMemoryResponse.stats:type_name -> gardenbloom.memory.v1.DiffStats
-	13, // 21: gardenbloom.memory.v1.DiffMemoryResponse.changes:type_name -> gardenbloom.memory.v1.ItemChange
-	30, // 22: gardenbloom.memory.v1.ListHistoryResponse.commits:type_name -> gardenbloom.memory.v1.CommitInfo
-	26, // 23: gardenbloom.memory.v1.GetAgentStatusResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
-	18, // 24: gardenbloom.memory.v1.GetAgentStatusResponse.layer1:type_name -> gardenbloom.memory.v1.LayerUsage
-	1,  // 25: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:input_type -> gardenbloom.memory.v1.ReadMemoryRequest
-	4,  // 26: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:input_type -> gardenbloom.memory.v1.GetLayer2Request
-	8,  // 27: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:input_type -> gardenbloom.memory.v1.AssembleContextRequest
-	11, // 28: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:input_type -> gardenbloom.memory.v1.DiffMemoryRequest
-	15, // 29: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:input_type -> gardenbloom.memory.v1.ListHistoryRequest
-	17, // 30: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:input_type -> gardenbloom.memory.v1.GetAgentStatusRequest
-	3,  // 31: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:output_type -> gardenbloom.memory.v1.ReadMemoryResponse
-	7,  // 32: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:output_type -> gardenbloom.memory.v1.GetLayer2Response
-	10, // 33: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:output_type -> gardenbloom.memory.v1.AssembleContextResponse
-	14, // 34: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:output_type -> gardenbloom.memory.v1.DiffMemoryResponse
-	16, // 35: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:output_type -> gardenbloom.memory.v1.ListHistoryResponse
-	19, // 36: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:output_type -> gardenbloom.memory.v1.GetAgentStatusResponse
-	31, // [31:37] is the sub-list for method output_type
-	25, // [25:31] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	25, // 0: gardenbloom.memory.v1.ReadMemoryRequest.mode:type_name -> gardenbloom.memory.v1.ReadMode
+	25, // 1: gardenbloom.memory.v1.ReadMemoryRequest.depth:type_name -> gardenbloom.memory.v1.ReadMode
+	2,  // 2: gardenbloom.memory.v1.ReadMemoryRequest.options:type_name -> gardenbloom.memory.v1.ReadOptions
+	26, // 3: gardenbloom.memory.v1.ReadMemoryResponse.loaded_at:type_name -> google.protobuf.Timestamp
+	25, // 4: gardenbloom.memory.v1.ReadMemoryResponse.mode:type_name -> gardenbloom.memory.v1.ReadMode
+	21, // 5: gardenbloom.memory.v1.ReadMemoryResponse.content:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
+	3,  // 6: gardenbloom.memory.v1.ReadMemoryResponse.files:type_name -> gardenbloom.memory.v1.FileContent
+	27, // 7: gardenbloom.memory.v1.ReadMemoryResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
+	22, // 8: gardenbloom.memory.v1.ReadMemoryResponse.diffs:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
+	28, // 9: gardenbloom.memory.v1.GetLayer2Response.decisions:type_name -> gardenbloom.memory.v1.Decision
+	6,  // 10: gardenbloom.memory.v1.GetLayer2Response.timeline:type_name -> gardenbloom.memory.v1.TimelineDay
+	7,  // 11: gardenbloom.memory.v1.GetLayer2Response.runs:type_name -> gardenbloom.memory.v1.RunRecord
+	29, // 12: gardenbloom.memory.v1.ContextSection.span:type_name -> gardenbloom.memory.v1.Span
+	26, // 13: gardenbloom.memory.v1.AssembleContextResponse.assembled_at:type_name -> google.protobuf.Timestamp
+	10, // 14: gardenbloom.memory.v1.AssembleContextResponse.sections:type_name -> gardenbloom.memory.v1.ContextSection
+	23, // 15: gardenbloom.memory.v1.AssembleContextResponse.tokens_by_layer:type_name -> gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
+	0,  // 16: gardenbloom.memory.v1.DiffMemoryRequest.format:type_name -> gardenbloom.memory.v1.DiffFormat
+	30, // 17: gardenbloom.memory.v1.ItemChange.change:type_name -> gardenbloom.memory.v1.ChangeKind
+	26, // 18: gardenbloom.memory.v1.DiffMemoryResponse.from_date:type_name -> google.protobuf.Timestamp
+	26, // 19: gardenbloom.memory.v1.DiffMemoryResponse.to_date:type_name -> google.protobuf.Timestamp
+	24, // 20: gardenbloom.memory.v1.DiffMemoryResponse.diff:type_name -> gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
+	13, // 21: gardenbloom.memory.v1.DiffMemoryResponse.stats:type_name -> gardenbloom.memory.v1.DiffStats
+	14, // 22: gardenbloom.memory.v1.DiffMemoryResponse.changes:type_name -> gardenbloom.memory.v1.ItemChange
+	31, // 23: gardenbloom.memory.v1.ListHistoryResponse.commits:type_name -> gardenbloom.memory.v1.CommitInfo
+	27, // 24: gardenbloom.memory.v1.GetAgentStatusResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
+	19, // 25: gardenbloom.memory.v1.GetAgentStatusResponse.layer1:type_name -> gardenbloom.memory.v1.LayerUsage
+	1,  // 26: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:input_type -> gardenbloom.memory.v1.ReadMemoryRequest
+	5,  // 27: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:input_type -> gardenbloom.memory.v1.GetLayer2Request
+	9,  // 28: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:input_type -> gardenbloom.memory.v1.AssembleContextRequest
+	12, // 29: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:input_type -> gardenbloom.memory.v1.DiffMemoryRequest
+	16, // 30: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:input_type -> gardenbloom.memory.v1.ListHistoryRequest
+	18, // 31: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:input_type -> gardenbloom.memory.v1.GetAgentStatusRequest
+	4,  // 32: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:output_type -> gardenbloom.memory.v1.ReadMemoryResponse
+	8,  // 33: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:output_type -> gardenbloom.memory.v1.GetLayer2Response
+	11, // 34: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:output_type -> gardenbloom.memory.v1.AssembleContextResponse
+	15, // 35: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:output_type -> gardenbloom.memory.v1.DiffMemoryResponse
+	17, // 36: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:output_type -> gardenbloom.memory.v1.ListHistoryResponse
+	20, // 37: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:output_type -> gardenbloom.memory.v1.GetAgentStatusResponse
+	32, // [32:38] is the sub-list for method output_type
+	26, // [26:32] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_context_assembly_proto_init() }
@@ -2060,7 +2163,7 @@ func file_gardenbloom_memory_v1_context_assembly_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gardenbloom_memory_v1_context_assembly_proto_rawDesc), len(file_gardenbloom_memory_v1_context_assembly_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,7 +38,18 @@ type ProposeRequest struct {
 	// With agent and run, makes a retried request return the same proposal.
 	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// How long the run took, when known; the timeline entry shows it.
-	RunDuration   *durationpb.Duration `protobuf:"bytes,9,opt,name=run_duration,json=runDuration,proto3" json:"run_duration,omitempty"`
+	RunDuration *durationpb.Duration `protobuf:"bytes,9,opt,name=run_duration,json=runDuration,proto3" json:"run_duration,omitempty"`
+	// The spec's tool name (DiffMem §4.2 "propose-memory-update"); optional,
+	// and when given it must name this call, else 400.
+	Tool string `protobuf:"bytes,10,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The spec's proposal type (DiffMem §8.2 "memory-update"); optional, and
+	// when given it must be "memory-update", else 400.
+	Type string `protobuf:"bytes,11,opt,name=type,proto3" json:"type,omitempty"`
+	// The agent's auto-approve hint (DiffMem §8.2). Only the agent's policy
+	// approves: true is approved without a person only if the policy allows
+	// it (else the proposal waits, as without the hint); false makes the
+	// proposal wait for a person even if the policy would approve it.
+	AutoApprove   *bool `protobuf:"varint,12,opt,name=auto_approve,json=autoApprove,proto3,oneof" json:"auto_approve,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -134,6 +145,27 @@ func (x *ProposeRequest) GetRunDuration() *durationpb.Duration {
 		return x.RunDuration
 	}
 	return nil
+}
+
+func (x *ProposeRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ProposeRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ProposeRequest) GetAutoApprove() bool {
+	if x != nil && x.AutoApprove != nil {
+		return *x.AutoApprove
+	}
+	return false
 }
 
 // ProcessSessionRequest is a proposal to stage (REST: the ProposeRequest body).
@@ -446,9 +478,25 @@ type ProposeResponse struct {
 	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	ReviewUrl  string                 `protobuf:"bytes,5,opt,name=review_url,json=reviewUrl,proto3" json:"review_url,omitempty"`
 	// The whole proposal as stored.
-	Proposal      *Proposal `protobuf:"bytes,6,opt,name=proposal,proto3" json:"proposal,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Proposal *Proposal `protobuf:"bytes,6,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	// The spec's top-level copies of the proposal's status detail (DiffMem
+	// §7.1 threat 3): "version_conflict" with expectedVersion, currentVersion
+	// and resolution "retry_with_latest" when the version was stale.
+	Reason StatusReason `protobuf:"varint,7,opt,name=reason,proto3,enum=gardenbloom.memory.v1.StatusReason" json:"reason,omitempty"`
+	// The version the proposal was based on; 0 when it gave none.
+	ExpectedVersion int32 `protobuf:"varint,8,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
+	// Set with version_conflict: the version the agent is at now; else 0.
+	CurrentVersion int32 `protobuf:"varint,9,opt,name=current_version,json=currentVersion,proto3" json:"current_version,omitempty"`
+	// Set with version_conflict: "retry_with_latest"; else "".
+	Resolution string `protobuf:"bytes,10,opt,name=resolution,proto3" json:"resolution,omitempty"`
+	// When the proposal will be applied (DiffMem §4.2): an RFC 3339 time when
+	// it is approved (applied right away, in queue order) or applied (the
+	// apply time); "після підтвердження людиною" while it waits for a person;
+	// "після commit-session" while it is staged; "" when it will not be
+	// applied (rejected, failed).
+	EstimatedApplyAt string `protobuf:"bytes,11,opt,name=estimated_apply_at,json=estimatedApplyAt,proto3" json:"estimated_apply_at,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ProposeResponse) Reset() {
@@ -521,6 +569,41 @@ func (x *ProposeResponse) GetProposal() *Proposal {
 		return x.Proposal
 	}
 	return nil
+}
+
+func (x *ProposeResponse) GetReason() StatusReason {
+	if x != nil {
+		return x.Reason
+	}
+	return StatusReason_STATUS_REASON_UNSPECIFIED
+}
+
+func (x *ProposeResponse) GetExpectedVersion() int32 {
+	if x != nil {
+		return x.ExpectedVersion
+	}
+	return 0
+}
+
+func (x *ProposeResponse) GetCurrentVersion() int32 {
+	if x != nil {
+		return x.CurrentVersion
+	}
+	return 0
+}
+
+func (x *ProposeResponse) GetResolution() string {
+	if x != nil {
+		return x.Resolution
+	}
+	return ""
+}
+
+func (x *ProposeResponse) GetEstimatedApplyAt() string {
+	if x != nil {
+		return x.EstimatedApplyAt
+	}
+	return ""
 }
 
 type GetProposalRequest struct {
@@ -1192,7 +1275,18 @@ type CreateSnapshotRequest struct {
 	// Include runs/ in the archive.
 	IncludeRuns bool `protobuf:"varint,3,opt,name=include_runs,json=includeRuns,proto3" json:"include_runs,omitempty"`
 	// Commit to snapshot; default HEAD.
-	Commit        string `protobuf:"bytes,4,opt,name=commit,proto3" json:"commit,omitempty"`
+	Commit string `protobuf:"bytes,4,opt,name=commit,proto3" json:"commit,omitempty"`
+	// The spec's tool name (DiffMem §4.4 "memory-snapshot"); optional, and
+	// when given it must name this call, else 400.
+	Tool string `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Where to store (DiffMem §4.4): "minio", "s3" or "object-store" all name
+	// the configured object store (the only storage); anything else is a 400.
+	TargetStorage string `protobuf:"bytes,6,opt,name=target_storage,json=targetStorage,proto3" json:"target_storage,omitempty"`
+	// Object key of the archive (DiffMem §4.4). It must be
+	// "memory-snapshots/<agentId>/<name>.tar.gz", where snapshots are stored;
+	// <name> (a valid label) then names the snapshot (snapshotId
+	// "snapshot_<name>") and `label` stays its description. Else a 400.
+	Path          string `protobuf:"bytes,7,opt,name=path,proto3" json:"path,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1255,9 +1349,38 @@ func (x *CreateSnapshotRequest) GetCommit() string {
 	return ""
 }
 
+func (x *CreateSnapshotRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *CreateSnapshotRequest) GetTargetStorage() string {
+	if x != nil {
+		return x.TargetStorage
+	}
+	return ""
+}
+
+func (x *CreateSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
 type CreateSnapshotResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Snapshot      *Snapshot              `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot *Snapshot              `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// The spec's top-level fields (DiffMem §4.4), copies of `snapshot`'s.
+	SnapshotId    string                 `protobuf:"bytes,2,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	AgentId       string                 `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	GitCommit     string                 `protobuf:"bytes,5,opt,name=git_commit,json=gitCommit,proto3" json:"git_commit,omitempty"`
+	Size          string                 `protobuf:"bytes,6,opt,name=size,proto3" json:"size,omitempty"`
+	StoredAt      string                 `protobuf:"bytes,7,opt,name=stored_at,json=storedAt,proto3" json:"stored_at,omitempty"`
+	Restorable    bool                   `protobuf:"varint,8,opt,name=restorable,proto3" json:"restorable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1297,6 +1420,55 @@ func (x *CreateSnapshotResponse) GetSnapshot() *Snapshot {
 		return x.Snapshot
 	}
 	return nil
+}
+
+func (x *CreateSnapshotResponse) GetSnapshotId() string {
+	if x != nil {
+		return x.SnapshotId
+	}
+	return ""
+}
+
+func (x *CreateSnapshotResponse) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *CreateSnapshotResponse) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *CreateSnapshotResponse) GetGitCommit() string {
+	if x != nil {
+		return x.GitCommit
+	}
+	return ""
+}
+
+func (x *CreateSnapshotResponse) GetSize() string {
+	if x != nil {
+		return x.Size
+	}
+	return ""
+}
+
+func (x *CreateSnapshotResponse) GetStoredAt() string {
+	if x != nil {
+		return x.StoredAt
+	}
+	return ""
+}
+
+func (x *CreateSnapshotResponse) GetRestorable() bool {
+	if x != nil {
+		return x.Restorable
+	}
+	return false
 }
 
 type ListSnapshotsRequest struct {
@@ -2068,7 +2240,7 @@ var File_gardenbloom_memory_v1_proposal_apply_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\n" +
-	"*gardenbloom/memory/v1/proposal_apply.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x03\n" +
+	"*gardenbloom/memory/v1/proposal_apply.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x88\x04\n" +
 	"\x0eProposeRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12.\n" +
@@ -2079,8 +2251,13 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\ventity_refs\x18\a \x03(\tR\n" +
 	"entityRefs\x12'\n" +
 	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x12<\n" +
-	"\frun_duration\x18\t \x01(\v2\x19.google.protobuf.DurationR\vrunDurationB\x13\n" +
-	"\x11_expected_version\"Z\n" +
+	"\frun_duration\x18\t \x01(\v2\x19.google.protobuf.DurationR\vrunDuration\x12\x12\n" +
+	"\x04tool\x18\n" +
+	" \x01(\tR\x04tool\x12\x12\n" +
+	"\x04type\x18\v \x01(\tR\x04type\x12&\n" +
+	"\fauto_approve\x18\f \x01(\bH\x01R\vautoApprove\x88\x01\x01B\x13\n" +
+	"\x11_expected_versionB\x0f\n" +
+	"\r_auto_approve\"Z\n" +
 	"\x15ProcessSessionRequest\x12A\n" +
 	"\bproposal\x18\x01 \x01(\v2%.gardenbloom.memory.v1.ProposeRequestR\bproposal\"\\\n" +
 	"\x16ProcessSessionResponse\x12B\n" +
@@ -2097,7 +2274,7 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\x12\x1c\n" +
 	"\treasoning\x18\x03 \x01(\tR\treasoning\x12\x15\n" +
-	"\x06run_id\x18\x04 \x01(\tR\x05runId\"\xa3\x02\n" +
+	"\x06run_id\x18\x04 \x01(\tR\x05runId\"\x82\x04\n" +
 	"\x0fProposeResponse\x12\x1f\n" +
 	"\vproposal_id\x18\x01 \x01(\tR\n" +
 	"proposalId\x12=\n" +
@@ -2107,7 +2284,15 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n" +
 	"\n" +
 	"review_url\x18\x05 \x01(\tR\treviewUrl\x12;\n" +
-	"\bproposal\x18\x06 \x01(\v2\x1f.gardenbloom.memory.v1.ProposalR\bproposal\"5\n" +
+	"\bproposal\x18\x06 \x01(\v2\x1f.gardenbloom.memory.v1.ProposalR\bproposal\x12;\n" +
+	"\x06reason\x18\a \x01(\x0e2#.gardenbloom.memory.v1.StatusReasonR\x06reason\x12)\n" +
+	"\x10expected_version\x18\b \x01(\x05R\x0fexpectedVersion\x12'\n" +
+	"\x0fcurrent_version\x18\t \x01(\x05R\x0ecurrentVersion\x12\x1e\n" +
+	"\n" +
+	"resolution\x18\n" +
+	" \x01(\tR\n" +
+	"resolution\x12,\n" +
+	"\x12estimated_apply_at\x18\v \x01(\tR\x10estimatedApplyAt\"5\n" +
 	"\x12GetProposalRequest\x12\x1f\n" +
 	"\vproposal_id\x18\x01 \x01(\tR\n" +
 	"proposalId\"R\n" +
@@ -2148,14 +2333,29 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\treviewers\x18\x03 \x03(\tR\treviewers\"l\n" +
 	"\x16GetAgentPolicyResponse\x12:\n" +
 	"\x06policy\x18\x01 \x01(\v2\".gardenbloom.memory.v1.AgentPolicyR\x06policy\x12\x16\n" +
-	"\x06commit\x18\x02 \x01(\tR\x06commit\"\x83\x01\n" +
+	"\x06commit\x18\x02 \x01(\tR\x06commit\"\xd2\x01\n" +
 	"\x15CreateSnapshotRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12!\n" +
 	"\finclude_runs\x18\x03 \x01(\bR\vincludeRuns\x12\x16\n" +
-	"\x06commit\x18\x04 \x01(\tR\x06commit\"U\n" +
+	"\x06commit\x18\x04 \x01(\tR\x06commit\x12\x12\n" +
+	"\x04tool\x18\x05 \x01(\tR\x04tool\x12%\n" +
+	"\x0etarget_storage\x18\x06 \x01(\tR\rtargetStorage\x12\x12\n" +
+	"\x04path\x18\a \x01(\tR\x04path\"\xbc\x02\n" +
 	"\x16CreateSnapshotResponse\x12;\n" +
-	"\bsnapshot\x18\x01 \x01(\v2\x1f.gardenbloom.memory.v1.SnapshotR\bsnapshot\"m\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x1f.gardenbloom.memory.v1.SnapshotR\bsnapshot\x12\x1f\n" +
+	"\vsnapshot_id\x18\x02 \x01(\tR\n" +
+	"snapshotId\x12\x19\n" +
+	"\bagent_id\x18\x03 \x01(\tR\aagentId\x129\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n" +
+	"\n" +
+	"git_commit\x18\x05 \x01(\tR\tgitCommit\x12\x12\n" +
+	"\x04size\x18\x06 \x01(\tR\x04size\x12\x1b\n" +
+	"\tstored_at\x18\a \x01(\tR\bstoredAt\x12\x1e\n" +
+	"\n" +
+	"restorable\x18\b \x01(\bR\n" +
+	"restorable\"m\n" +
 	"\x14ListSnapshotsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -2285,8 +2485,9 @@ var file_gardenbloom_memory_v1_proposal_apply_proto_goTypes = []any{
 	(ProposalStatus)(0),             // 41: gardenbloom.memory.v1.ProposalStatus
 	(*timestamppb.Timestamp)(nil),   // 42: google.protobuf.Timestamp
 	(*Proposal)(nil),                // 43: gardenbloom.memory.v1.Proposal
-	(*Snapshot)(nil),                // 44: gardenbloom.memory.v1.Snapshot
-	(*CommitInfo)(nil),              // 45: gardenbloom.memory.v1.CommitInfo
+	(StatusReason)(0),               // 44: gardenbloom.memory.v1.StatusReason
+	(*Snapshot)(nil),                // 45: gardenbloom.memory.v1.Snapshot
+	(*CommitInfo)(nil),              // 46: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_proposal_apply_proto_depIdxs = []int32{
 	38, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
@@ -2299,63 +2500,65 @@ var file_gardenbloom_memory_v1_proposal_apply_proto_depIdxs = []int32{
 	41, // 7: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
 	42, // 8: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
 	43, // 9: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	43, // 10: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	41, // 11: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	43, // 12: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
-	43, // 13: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	43, // 14: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	43, // 15: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	19, // 16: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
-	44, // 17: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
-	44, // 18: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
-	7,  // 19: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	42, // 20: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
-	7,  // 21: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
-	42, // 22: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
-	42, // 23: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
-	33, // 24: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
-	45, // 25: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
-	0,  // 26: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
-	1,  // 27: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProcessSessionRequest
-	5,  // 28: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
-	6,  // 29: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
-	8,  // 30: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
-	10, // 31: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
-	12, // 32: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
-	14, // 33: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
-	16, // 34: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
-	18, // 35: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
-	21, // 36: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
-	23, // 37: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
-	25, // 38: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
-	27, // 39: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
-	29, // 40: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
-	31, // 41: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
-	34, // 42: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
-	36, // 43: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
-	7,  // 44: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
-	2,  // 45: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProcessSessionResponse
-	3,  // 46: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.CommitSessionResponse
-	4,  // 47: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.OnboardAgentResponse
-	9,  // 48: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
-	11, // 49: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
-	13, // 50: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
-	15, // 51: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
-	17, // 52: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
-	20, // 53: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
-	22, // 54: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
-	24, // 55: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
-	26, // 56: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
-	28, // 57: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
-	30, // 58: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
-	32, // 59: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
-	35, // 60: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
-	37, // 61: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
-	44, // [44:62] is the sub-list for method output_type
-	26, // [26:44] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	44, // 10: gardenbloom.memory.v1.ProposeResponse.reason:type_name -> gardenbloom.memory.v1.StatusReason
+	43, // 11: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	41, // 12: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	43, // 13: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
+	43, // 14: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	43, // 15: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	43, // 16: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	19, // 17: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
+	45, // 18: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
+	42, // 19: gardenbloom.memory.v1.CreateSnapshotResponse.created_at:type_name -> google.protobuf.Timestamp
+	45, // 20: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
+	7,  // 21: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	42, // 22: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 23: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
+	42, // 24: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
+	42, // 25: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
+	33, // 26: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
+	46, // 27: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
+	0,  // 28: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
+	1,  // 29: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProcessSessionRequest
+	5,  // 30: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
+	6,  // 31: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
+	8,  // 32: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
+	10, // 33: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
+	12, // 34: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
+	14, // 35: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
+	16, // 36: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
+	18, // 37: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
+	21, // 38: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
+	23, // 39: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
+	25, // 40: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
+	27, // 41: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
+	29, // 42: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
+	31, // 43: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
+	34, // 44: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
+	36, // 45: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
+	7,  // 46: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
+	2,  // 47: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProcessSessionResponse
+	3,  // 48: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.CommitSessionResponse
+	4,  // 49: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.OnboardAgentResponse
+	9,  // 50: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
+	11, // 51: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
+	13, // 52: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
+	15, // 53: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
+	17, // 54: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
+	20, // 55: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
+	22, // 56: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
+	24, // 57: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
+	26, // 58: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
+	28, // 59: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
+	30, // 60: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
+	32, // 61: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
+	35, // 62: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
+	37, // 63: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
+	46, // [46:64] is the sub-list for method output_type
+	28, // [28:46] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_proposal_apply_proto_init() }

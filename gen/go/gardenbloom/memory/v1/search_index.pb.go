@@ -45,7 +45,13 @@ type SearchRequest struct {
 	// Search memory as it was right after a commit (sha or commit-ish) or at an
 	// RFC 3339 time (the newest commit at or before it); empty = the index's
 	// head. Requires agent_id unless it names the index's head. REST: `?at=`.
-	At            string `protobuf:"bytes,8,opt,name=at,proto3" json:"at,omitempty"`
+	At string `protobuf:"bytes,8,opt,name=at,proto3" json:"at,omitempty"`
+	// The spec's filters (integration §4): the same as agent_id and layer;
+	// giving both with different values is a 400.
+	Filters *SearchFilters `protobuf:"bytes,9,opt,name=filters,proto3" json:"filters,omitempty"`
+	// The Mastra adapter's name for top_k (architecture "search_memory");
+	// giving both with different values is a 400.
+	K             int32 `protobuf:"varint,10,opt,name=k,proto3" json:"k,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -136,6 +142,74 @@ func (x *SearchRequest) GetAt() string {
 	return ""
 }
 
+func (x *SearchRequest) GetFilters() *SearchFilters {
+	if x != nil {
+		return x.Filters
+	}
+	return nil
+}
+
+func (x *SearchRequest) GetK() int32 {
+	if x != nil {
+		return x.K
+	}
+	return 0
+}
+
+// SearchFilters are search-notes' filters as the spec nests them.
+type SearchFilters struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// 1, 2 or unset/null.
+	Layer         int32 `protobuf:"varint,2,opt,name=layer,proto3" json:"layer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchFilters) Reset() {
+	*x = SearchFilters{}
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchFilters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchFilters) ProtoMessage() {}
+
+func (x *SearchFilters) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchFilters.ProtoReflect.Descriptor instead.
+func (*SearchFilters) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SearchFilters) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *SearchFilters) GetLayer() int32 {
+	if x != nil {
+		return x.Layer
+	}
+	return 0
+}
+
 type SearchResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Score float64                `protobuf:"fixed64,1,opt,name=score,proto3" json:"score,omitempty"`
@@ -155,7 +229,7 @@ type SearchResult struct {
 
 func (x *SearchResult) Reset() {
 	*x = SearchResult{}
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -167,7 +241,7 @@ func (x *SearchResult) String() string {
 func (*SearchResult) ProtoMessage() {}
 
 func (x *SearchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -180,7 +254,7 @@ func (x *SearchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResult.ProtoReflect.Descriptor instead.
 func (*SearchResult) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{1}
+	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SearchResult) GetScore() float64 {
@@ -254,7 +328,7 @@ type SearchResponse struct {
 
 func (x *SearchResponse) Reset() {
 	*x = SearchResponse{}
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -266,7 +340,7 @@ func (x *SearchResponse) String() string {
 func (*SearchResponse) ProtoMessage() {}
 
 func (x *SearchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -279,7 +353,7 @@ func (x *SearchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResponse.ProtoReflect.Descriptor instead.
 func (*SearchResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{2}
+	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SearchResponse) GetResults() []*SearchResult {
@@ -327,7 +401,7 @@ type ReindexRequest struct {
 
 func (x *ReindexRequest) Reset() {
 	*x = ReindexRequest{}
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -339,7 +413,7 @@ func (x *ReindexRequest) String() string {
 func (*ReindexRequest) ProtoMessage() {}
 
 func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -352,7 +426,7 @@ func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexRequest.ProtoReflect.Descriptor instead.
 func (*ReindexRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{3}
+	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReindexRequest) GetAgentId() string {
@@ -373,7 +447,7 @@ type ReindexResponse struct {
 
 func (x *ReindexResponse) Reset() {
 	*x = ReindexResponse{}
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -385,7 +459,7 @@ func (x *ReindexResponse) String() string {
 func (*ReindexResponse) ProtoMessage() {}
 
 func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -398,7 +472,7 @@ func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexResponse.ProtoReflect.Descriptor instead.
 func (*ReindexResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{4}
+	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReindexResponse) GetStarted() bool {
@@ -423,7 +497,7 @@ type GetIndexStatusRequest struct {
 
 func (x *GetIndexStatusRequest) Reset() {
 	*x = GetIndexStatusRequest{}
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -435,7 +509,7 @@ func (x *GetIndexStatusRequest) String() string {
 func (*GetIndexStatusRequest) ProtoMessage() {}
 
 func (x *GetIndexStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -448,7 +522,7 @@ func (x *GetIndexStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIndexStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetIndexStatusRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{5}
+	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{6}
 }
 
 type GetIndexStatusResponse struct {
@@ -468,7 +542,7 @@ type GetIndexStatusResponse struct {
 
 func (x *GetIndexStatusResponse) Reset() {
 	*x = GetIndexStatusResponse{}
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +554,7 @@ func (x *GetIndexStatusResponse) String() string {
 func (*GetIndexStatusResponse) ProtoMessage() {}
 
 func (x *GetIndexStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_search_index_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +567,7 @@ func (x *GetIndexStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIndexStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetIndexStatusResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{6}
+	return file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetIndexStatusResponse) GetLastCommit() string {
@@ -556,7 +630,7 @@ var File_gardenbloom_memory_v1_search_index_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"\n" +
-	"(gardenbloom/memory/v1/search_index.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x01\n" +
+	"(gardenbloom/memory/v1/search_index.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\x02\n" +
 	"\rSearchRequest\x12\x10\n" +
 	"\x05query\x18\x01 \x01(\tR\x01q\x12\x13\n" +
 	"\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x19\n" +
@@ -566,7 +640,13 @@ const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"\vpath_prefix\x18\x06 \x01(\tR\n" +
 	"pathPrefix\x12#\n" +
 	"\romit_excerpts\x18\a \x01(\bR\fomitExcerpts\x12\x0e\n" +
-	"\x02at\x18\b \x01(\tR\x02at\"\xe0\x01\n" +
+	"\x02at\x18\b \x01(\tR\x02at\x12>\n" +
+	"\afilters\x18\t \x01(\v2$.gardenbloom.memory.v1.SearchFiltersR\afilters\x12\f\n" +
+	"\x01k\x18\n" +
+	" \x01(\x05R\x01k\"@\n" +
+	"\rSearchFilters\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x14\n" +
+	"\x05layer\x18\x02 \x01(\x05R\x05layer\"\xe0\x01\n" +
 	"\fSearchResult\x12\x14\n" +
 	"\x05score\x18\x01 \x01(\x01R\x05score\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12\x18\n" +
@@ -620,37 +700,39 @@ func file_gardenbloom_memory_v1_search_index_proto_rawDescGZIP() []byte {
 	return file_gardenbloom_memory_v1_search_index_proto_rawDescData
 }
 
-var file_gardenbloom_memory_v1_search_index_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_gardenbloom_memory_v1_search_index_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_gardenbloom_memory_v1_search_index_proto_goTypes = []any{
 	(*SearchRequest)(nil),          // 0: gardenbloom.memory.v1.SearchRequest
-	(*SearchResult)(nil),           // 1: gardenbloom.memory.v1.SearchResult
-	(*SearchResponse)(nil),         // 2: gardenbloom.memory.v1.SearchResponse
-	(*ReindexRequest)(nil),         // 3: gardenbloom.memory.v1.ReindexRequest
-	(*ReindexResponse)(nil),        // 4: gardenbloom.memory.v1.ReindexResponse
-	(*GetIndexStatusRequest)(nil),  // 5: gardenbloom.memory.v1.GetIndexStatusRequest
-	(*GetIndexStatusResponse)(nil), // 6: gardenbloom.memory.v1.GetIndexStatusResponse
-	(*Span)(nil),                   // 7: gardenbloom.memory.v1.Span
-	(*durationpb.Duration)(nil),    // 8: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 9: google.protobuf.Timestamp
+	(*SearchFilters)(nil),          // 1: gardenbloom.memory.v1.SearchFilters
+	(*SearchResult)(nil),           // 2: gardenbloom.memory.v1.SearchResult
+	(*SearchResponse)(nil),         // 3: gardenbloom.memory.v1.SearchResponse
+	(*ReindexRequest)(nil),         // 4: gardenbloom.memory.v1.ReindexRequest
+	(*ReindexResponse)(nil),        // 5: gardenbloom.memory.v1.ReindexResponse
+	(*GetIndexStatusRequest)(nil),  // 6: gardenbloom.memory.v1.GetIndexStatusRequest
+	(*GetIndexStatusResponse)(nil), // 7: gardenbloom.memory.v1.GetIndexStatusResponse
+	(*Span)(nil),                   // 8: gardenbloom.memory.v1.Span
+	(*durationpb.Duration)(nil),    // 9: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 10: google.protobuf.Timestamp
 }
 var file_gardenbloom_memory_v1_search_index_proto_depIdxs = []int32{
-	7, // 0: gardenbloom.memory.v1.SearchResult.span:type_name -> gardenbloom.memory.v1.Span
-	1, // 1: gardenbloom.memory.v1.SearchResponse.results:type_name -> gardenbloom.memory.v1.SearchResult
-	8, // 2: gardenbloom.memory.v1.SearchResponse.took:type_name -> google.protobuf.Duration
-	6, // 3: gardenbloom.memory.v1.ReindexResponse.status:type_name -> gardenbloom.memory.v1.GetIndexStatusResponse
-	8, // 4: gardenbloom.memory.v1.GetIndexStatusResponse.lag:type_name -> google.protobuf.Duration
-	9, // 5: gardenbloom.memory.v1.GetIndexStatusResponse.last_indexed_at:type_name -> google.protobuf.Timestamp
-	0, // 6: gardenbloom.memory.v1.SearchIndexService.Search:input_type -> gardenbloom.memory.v1.SearchRequest
-	3, // 7: gardenbloom.memory.v1.SearchIndexService.Reindex:input_type -> gardenbloom.memory.v1.ReindexRequest
-	5, // 8: gardenbloom.memory.v1.SearchIndexService.GetIndexStatus:input_type -> gardenbloom.memory.v1.GetIndexStatusRequest
-	2, // 9: gardenbloom.memory.v1.SearchIndexService.Search:output_type -> gardenbloom.memory.v1.SearchResponse
-	4, // 10: gardenbloom.memory.v1.SearchIndexService.Reindex:output_type -> gardenbloom.memory.v1.ReindexResponse
-	6, // 11: gardenbloom.memory.v1.SearchIndexService.GetIndexStatus:output_type -> gardenbloom.memory.v1.GetIndexStatusResponse
-	9, // [9:12] is the sub-list for method output_type
-	6, // [6:9] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	1,  // 0: gardenbloom.memory.v1.SearchRequest.filters:type_name -> gardenbloom.memory.v1.SearchFilters
+	8,  // 1: gardenbloom.memory.v1.SearchResult.span:type_name -> gardenbloom.memory.v1.Span
+	2,  // 2: gardenbloom.memory.v1.SearchResponse.results:type_name -> gardenbloom.memory.v1.SearchResult
+	9,  // 3: gardenbloom.memory.v1.SearchResponse.took:type_name -> google.protobuf.Duration
+	7,  // 4: gardenbloom.memory.v1.ReindexResponse.status:type_name -> gardenbloom.memory.v1.GetIndexStatusResponse
+	9,  // 5: gardenbloom.memory.v1.GetIndexStatusResponse.lag:type_name -> google.protobuf.Duration
+	10, // 6: gardenbloom.memory.v1.GetIndexStatusResponse.last_indexed_at:type_name -> google.protobuf.Timestamp
+	0,  // 7: gardenbloom.memory.v1.SearchIndexService.Search:input_type -> gardenbloom.memory.v1.SearchRequest
+	4,  // 8: gardenbloom.memory.v1.SearchIndexService.Reindex:input_type -> gardenbloom.memory.v1.ReindexRequest
+	6,  // 9: gardenbloom.memory.v1.SearchIndexService.GetIndexStatus:input_type -> gardenbloom.memory.v1.GetIndexStatusRequest
+	3,  // 10: gardenbloom.memory.v1.SearchIndexService.Search:output_type -> gardenbloom.memory.v1.SearchResponse
+	5,  // 11: gardenbloom.memory.v1.SearchIndexService.Reindex:output_type -> gardenbloom.memory.v1.ReindexResponse
+	7,  // 12: gardenbloom.memory.v1.SearchIndexService.GetIndexStatus:output_type -> gardenbloom.memory.v1.GetIndexStatusResponse
+	10, // [10:13] is the sub-list for method output_type
+	7,  // [7:10] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_search_index_proto_init() }
@@ -665,7 +747,7 @@ func file_gardenbloom_memory_v1_search_index_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gardenbloom_memory_v1_search_index_proto_rawDesc), len(file_gardenbloom_memory_v1_search_index_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
