@@ -6,22 +6,12 @@ import (
 	"net/url"
 	"strings"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/restjson"
-)
-
-// Reasons of the edge's routing errors. The ErrorReason enum has no
-// generic "no such path" or "wrong method" reason, so these are written as
-// ErrorInfo strings outside it.
-const (
-	reasonNotFound         = "NOT_FOUND"
-	reasonMethodNotAllowed = "METHOD_NOT_ALLOWED"
 )
 
 // queryAliases: one name per concept across paths. The agent filter is
@@ -100,21 +90,12 @@ func queryError(err error) error {
 	return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, clipped.Error(), md)
 }
 
-// withInfo is a status with an ErrorInfo whose reason is not in the enum.
-func withInfo(code codes.Code, reason, msg string, md map[string]string) error {
-	st, err := status.New(code, msg).WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: apierr.Domain, Metadata: md})
-	if err != nil {
-		return status.Error(code, msg) // ErrorInfo always marshals
-	}
-	return st.Err()
-}
-
 func notFound(path string) error {
-	return withInfo(codes.NotFound, reasonNotFound, fmt.Sprintf("no REST path %q", apierr.Clip(path)), nil)
+	return apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_NOT_FOUND, fmt.Sprintf("no REST path %q", apierr.Clip(path)), nil)
 }
 
 func methodNotAllowed(method string, allowed []string) error {
-	return withInfo(codes.Unimplemented, reasonMethodNotAllowed,
+	return apierr.New(codes.Unimplemented, memoryv1.ErrorReason_ERROR_REASON_METHOD_NOT_ALLOWED,
 		fmt.Sprintf("%s is not allowed here; allowed: %s", apierr.Clip(method), strings.Join(allowed, ", ")),
 		map[string]string{"allow": strings.Join(allowed, ", ")})
 }

@@ -77,6 +77,10 @@ const (
 	ErrorReason_ERROR_REASON_NOT_IMPLEMENTED ErrorReason = 22
 	// 409: something with that name already exists (a snapshot label).
 	ErrorReason_ERROR_REASON_ALREADY_EXISTS ErrorReason = 23
+	// 404: no REST path of the API is that URL.
+	ErrorReason_ERROR_REASON_NOT_FOUND ErrorReason = 24
+	// 405: the path exists but takes other methods (listed in Allow).
+	ErrorReason_ERROR_REASON_METHOD_NOT_ALLOWED ErrorReason = 25
 )
 
 // Enum value maps for ErrorReason.
@@ -106,6 +110,8 @@ var (
 		21: "ERROR_REASON_RATE_LIMITED",
 		22: "ERROR_REASON_NOT_IMPLEMENTED",
 		23: "ERROR_REASON_ALREADY_EXISTS",
+		24: "ERROR_REASON_NOT_FOUND",
+		25: "ERROR_REASON_METHOD_NOT_ALLOWED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":              0,
@@ -132,6 +138,8 @@ var (
 		"ERROR_REASON_RATE_LIMITED":             21,
 		"ERROR_REASON_NOT_IMPLEMENTED":          22,
 		"ERROR_REASON_ALREADY_EXISTS":           23,
+		"ERROR_REASON_NOT_FOUND":                24,
+		"ERROR_REASON_METHOD_NOT_ALLOWED":       25,
 	}
 )
 
@@ -2095,7 +2103,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"restorable\x18\t \x01(\bR\n" +
 	"restorable\x12!\n" +
 	"\finclude_runs\x18\n" +
-	" \x01(\bR\vincludeRuns*\xdc\x06\n" +
+	" \x01(\bR\vincludeRuns*\x9d\a\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_UNAUTHENTICATED\x10\x01\x12\x1e\n" +
@@ -2121,7 +2129,9 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x1eERROR_REASON_REQUEST_TOO_LARGE\x10\x14\x12\x1d\n" +
 	"\x19ERROR_REASON_RATE_LIMITED\x10\x15\x12 \n" +
 	"\x1cERROR_REASON_NOT_IMPLEMENTED\x10\x16\x12\x1f\n" +
-	"\x1bERROR_REASON_ALREADY_EXISTS\x10\x17*z\n" +
+	"\x1bERROR_REASON_ALREADY_EXISTS\x10\x17\x12\x1a\n" +
+	"\x16ERROR_REASON_NOT_FOUND\x10\x18\x12#\n" +
+	"\x1fERROR_REASON_METHOD_NOT_ALLOWED\x10\x19*z\n" +
 	"\bReadMode\x12\x19\n" +
 	"\x15READ_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fREAD_MODE_BASIC\x10\x01\x12\x12\n" +
