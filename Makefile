@@ -26,7 +26,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X github.com/garden-bloom/memory/cmd/memoryd/app.Version=$(VERSION)
 DATA_DIR ?= ./data
 
-.PHONY: all tools deploy-tools generate lint build run test test-race invariants fuzz bench bench-go bench-quality check-generated validate-deploy clean
+.PHONY: all tools deploy-tools generate lint build run test test-race invariants fuzz bench bench-go bench-quality check-generated validate-deploy image image-push compose-env k8s-dev-secrets clean
 
 all: build
 
@@ -185,21 +185,73 @@ api-lint:
 api-client-test: build
 	$(APICLIENT_DIR)/run.sh
 
+## image: build the memoryd image $(IMAGE):$(IMAGE_TAG) (deploy/Dockerfile), the
+## name and tag docker-compose.yml and deploy/kubernetes/kustomization.yaml
+## use (validate-deploy checks it); without docker, print the command
+IMAGE     ?= ghcr.io/garden-bloom/memoryd
+IMAGE_TAG ?= 0.1.0
+IMAGE_BUILD := docker build -f deploy/Dockerfile --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE):$(IMAGE_TAG) .
+image:
+	@if command -v docker >/dev/null 2>&1; then echo '$(IMAGE_BUILD)'; $(IMAGE_BUILD); \
+	else echo "docker not found; build the image with:"; echo "  $(IMAGE_BUILD)"; fi
+## image-push: push $(IMAGE):$(IMAGE_TAG) (after make image)
+image-push:
+	docker push $(IMAGE):$(IMAGE_TAG)
+
+## compose-env: random MinIO/S3 credentials for docker-compose.yml in
+## deploy/compose.env, once (gitignored); k8s-dev-secrets: the same for the
+## overlay deploy/kubernetes-dev (minio.env, auth.secret)
+compose-env:
+	deploy/dev-secrets.sh compose
+k8s-dev-secrets:
+	deploy/dev-secrets.sh kubernetes
+
 ## validate-deploy: offline checks of deploy/kubernetes (kubeconform -strict
 ## against Kubernetes $(K8S_SCHEMA_VERSION)'s API) and docker-compose.yml
-## (compose config); no cluster, Docker engine or docker CLI needed
+## (compose config), the dev overlay deploy/kubernetes-dev, and one memoryd
+## image and one MinIO tag everywhere; no cluster, Docker engine or docker
+## CLI needed
 K8S_DIR       := deploy/kubernetes
-K8S_MANIFESTS := $(filter-out $(K8S_DIR)/kustomization.yaml,$(wildcard $(K8S_DIR)/*.yaml))
+K8S_DEV_DIR   := deploy/kubernetes-dev
+K8S_MANIFESTS := $(filter-out %/kustomization.yaml,$(wildcard $(K8S_DIR)/*.yaml $(K8S_DEV_DIR)/*.yaml))
+VALIDATE_DIR  := $(CURDIR)/.cache/validate-deploy
 validate-deploy: deploy-tools
 	@# kustomization.yaml is no Kubernetes object: check that it lists files
 	@# that exist and every manifest but the example Secrets.
-	@cd $(K8S_DIR) && listed=$$(sed -n 's/^  - \([^ ]*\.yaml\)$$/\1/p' kustomization.yaml) && status=0 && \
-	for f in $$listed; do [ -f "$$f" ] || { echo "$(K8S_DIR)/kustomization.yaml lists $$f, which does not exist"; status=1; }; done && \
-	for f in *.yaml; do case "$$f" in kustomization.yaml|*.example.yaml) continue;; esac; \
-	  echo "$$listed" | grep -qx "$$f" || { echo "$(K8S_DIR)/$$f is not in kustomization.yaml"; status=1; }; done && \
-	exit $$status
+	@status=0; for d in $(K8S_DIR) $(K8S_DEV_DIR); do \
+	  listed=$$(cd $$d && sed -n 's/^  - \([^ ]*\.yaml\)$$/\1/p' kustomization.yaml); \
+	  for f in $$listed; do [ -f "$$d/$$f" ] || { echo "$$d/kustomization.yaml lists $$f, which does not exist"; status=1; }; done; \
+	  for f in $$(cd $$d && ls *.yaml); do case "$$f" in kustomization.yaml|*.example.yaml) continue;; esac; \
+	    echo "$$listed" | grep -qx "$$f" || { echo "$$d/$$f is not in kustomization.yaml"; status=1; }; done; \
+	done; exit $$status
+	@# One memoryd image (the Makefile's IMAGE:IMAGE_TAG) and one MinIO tag in
+	@# compose and Kubernetes; no floating tags.
+	@status=0; want='$(IMAGE):$(IMAGE_TAG)'; \
+	for f in docker-compose.yml $(K8S_DIR)/*.yaml $(K8S_DEV_DIR)/*.yaml; do \
+	  for img in $$(sed -n 's/^ *image: *\([^ #]*\).*/\1/p' $$f); do \
+	    case "$$img" in *memoryd*) [ "$$img" = "$$want" ] || { echo "$$f: image $$img, want $$want (IMAGE, IMAGE_TAG)"; status=1; };; esac; \
+	    case "$${img##*/}" in *:*) ;; *) echo "$$f: image $$img has no tag"; status=1;; esac; \
+	    case "$$img" in *:latest) echo "$$f: image $$img: pin a version"; status=1;; esac; \
+	  done; done; \
+	grep -q '^  - name: $(IMAGE)$$' $(K8S_DIR)/kustomization.yaml && grep -q '^    newTag: $(IMAGE_TAG)$$' $(K8S_DIR)/kustomization.yaml || \
+	  { echo "$(K8S_DIR)/kustomization.yaml: images must pin $(IMAGE) to newTag $(IMAGE_TAG)"; status=1; }; \
+	minio=$$(cat docker-compose.yml $(K8S_DEV_DIR)/*.yaml | sed -n 's/^ *image: *\(quay.io\/minio\/minio:[^ #]*\).*/\1/p' | sort -u); \
+	[ $$(echo "$$minio" | wc -l) = 1 ] || { echo "MinIO images differ: $$minio"; status=1; }; \
+	[ $$status = 0 ] && echo "images: $$want, $$minio"; exit $$status
 	kubeconform -strict -summary -schema-location '$(K8S_SCHEMA_DIR)/{{ .ResourceKind }}{{ .KindSuffix }}.json' $(K8S_MANIFESTS)
-	DOCKER_CONFIG=$(BIN)/docker docker-compose -f docker-compose.yml config -q
+	@# The rendered overlays too, where kubectl is installed (optional).
+	@if command -v kubectl >/dev/null 2>&1; then \
+	  rm -rf $(VALIDATE_DIR) && mkdir -p $(VALIDATE_DIR) && cp -R $(K8S_DIR) $(K8S_DEV_DIR) $(VALIDATE_DIR)/ && \
+	  rm -f $(VALIDATE_DIR)/kubernetes-dev/minio.env $(VALIDATE_DIR)/kubernetes-dev/auth.secret && \
+	  deploy/dev-secrets.sh kubernetes $(VALIDATE_DIR)/kubernetes-dev >/dev/null && \
+	  for d in kubernetes kubernetes-dev; do kubectl kustomize $(VALIDATE_DIR)/$$d > $(VALIDATE_DIR)/$$d.rendered.yaml || exit 1; done && \
+	  kubeconform -strict -summary -schema-location '$(K8S_SCHEMA_DIR)/{{ .ResourceKind }}{{ .KindSuffix }}.json' $(VALIDATE_DIR)/*.rendered.yaml; \
+	else echo "kubectl not found: kustomize builds not rendered (optional)"; fi
+	@# compose needs its env file: validate with a throw-away one, never
+	@# with (or creating) deploy/compose.env.
+	@mkdir -p $(VALIDATE_DIR) && rm -f $(VALIDATE_DIR)/compose.env && deploy/dev-secrets.sh compose $(VALIDATE_DIR)/compose.env >/dev/null
+	MEMORYD_COMPOSE_ENV=$(VALIDATE_DIR)/compose.env DOCKER_CONFIG=$(BIN)/docker docker-compose -f docker-compose.yml config -q
+	@rm -rf $(VALIDATE_DIR)
 	@echo "docker-compose.yml: valid (docker compose $(COMPOSE_VERSION))"
 
 clean:
