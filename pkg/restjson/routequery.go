@@ -5,9 +5,14 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/dynamicpb"
 )
 
 // QueryAlias gives a top-level request field extra query parameter names,
@@ -137,10 +142,16 @@ type QueryParamError struct {
 	BoundBy string
 	// ConflictsWith is another spelling of the same field with another value.
 	ConflictsWith string
+	// Invalid says why a value of a known parameter does not parse as its
+	// field's type (an int32 that is not a number, an unknown enum value,
+	// a timestamp that is not RFC 3339, …).
+	Invalid string
 }
 
 func (e *QueryParamError) Error() string {
 	switch {
+	case e.Invalid != "":
+		return fmt.Sprintf("query parameter %q: %s", e.Param, e.Invalid)
 	case e.ConflictsWith != "":
 		return fmt.Sprintf("query parameters %q and %q set the same field to different values", e.ConflictsWith, e.Param)
 	case e.BoundBy != "":
@@ -160,7 +171,10 @@ func (e *QueryParamError) Error() string {
 // take is a *QueryParamError naming it (with the closest documented name,
 // if one is close), as is a field given under two spellings with different
 // values; the same value under two spellings counts once. Map entries
-// (field[key]) keep their key.
+// (field[key]) keep their key. Every value must parse as its field's type,
+// with the mux's own query parser ([QueryParser]): one that does not is a
+// *QueryParamError with Invalid set, so the caller learns which parameter
+// is wrong before anything is called.
 func (r *Route) Query(values url.Values) (url.Values, error) {
 	q := r.query
 	out := make(url.Values, len(values))
@@ -178,6 +192,9 @@ func (r *Route) Query(values url.Values) (url.Values, error) {
 		target := f.protoPath
 		if isMap {
 			target += "[" + mapKey + "]"
+		}
+		if why := r.checkValues(f, target, vals); why != "" {
+			return nil, &QueryParamError{Param: key, Invalid: why, Route: r.Method + " " + r.Pattern}
 		}
 		prev, seen := out[target]
 		if !seen {
@@ -281,4 +298,78 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// QueryParam is one query parameter of a route: its documented name and
+// the request field it sets.
+type QueryParam struct {
+	Name  string
+	Field protoreflect.FieldDescriptor
+}
+
+// QueryParams returns the route's query parameters, in message order.
+func (r *Route) QueryParams() []QueryParam {
+	out := make([]QueryParam, 0, len(r.query.fields))
+	for _, f := range r.query.fields {
+		out = append(out, QueryParam{Name: f.display, Field: f.fd})
+	}
+	return out
+}
+
+// checkValues parses each of vals alone into a fresh request message the
+// way the mux will, and says why the first that fails does, or "".
+func (r *Route) checkValues(f *queryField, target string, vals []string) string {
+	var parser QueryParser
+	none := utilities.NewDoubleArray(nil) // the delegate needs a filter
+	for _, v := range vals {
+		msg := newMessage(r.Request)
+		if err := parser.Parse(msg, url.Values{target: {v}}, none); err != nil {
+			if ee, ok := err.(*EnumValueError); ok {
+				return fmt.Sprintf("%s is not a value of enum %s; allowed values: %s", clipQuoted(v), ee.Enum, strings.Join(ee.Allowed, ", "))
+			}
+			return fmt.Sprintf("%s is not a valid %s", clipQuoted(v), typeName(f.fd))
+		}
+	}
+	return ""
+}
+
+// newMessage is an empty message of md: the generated type when there is
+// one (the query parser sets well-known types as their Go types), else a
+// dynamic one.
+func newMessage(md protoreflect.MessageDescriptor) proto.Message {
+	if mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName()); err == nil {
+		return mt.New().Interface()
+	}
+	return dynamicpb.NewMessage(md)
+}
+
+// typeName is how an error names fd's type: "int32", "bool", "enum
+// gardenbloom.memory.v1.ReadMode", "google.protobuf.Timestamp (RFC 3339)".
+func typeName(fd protoreflect.FieldDescriptor) string {
+	if fd.IsMap() {
+		fd = fd.MapValue()
+	}
+	switch fd.Kind() {
+	case protoreflect.EnumKind:
+		return "enum " + string(fd.Enum().FullName())
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		switch name := fd.Message().FullName(); name {
+		case "google.protobuf.Timestamp":
+			return "timestamp (RFC 3339, e.g. 2024-05-01T12:00:00Z)"
+		case "google.protobuf.Duration":
+			return "duration (e.g. 1.5s)"
+		default:
+			return string(name)
+		}
+	default:
+		return fd.Kind().String()
+	}
+}
+
+// clipQuoted quotes a caller's value for a message, cut to 80 bytes.
+func clipQuoted(v string) string {
+	if len(v) > 80 {
+		v = strings.ToValidUTF8(v[:80], "") + "…"
+	}
+	return strconv.Quote(v)
 }

@@ -204,3 +204,7 @@ func (rt *Routes) Match(method, path string) (route *Route, allowed []string) {
 
 // All returns every route, in descriptor order.
 func (rt *Routes) All() []*Route { return slices.Clone(rt.routes) }
+
+// PathParams returns the proto paths (dotted) the template's variables
+// bind, in template order.
+func (r *Route) PathParams() []string { return slices.Clone(r.pathFields) }

@@ -18,6 +18,11 @@ const (
 	// MaxURLBytes bounds the request target (path and query): 8 KiB, the
 	// limit most proxies and servers apply. Longer ones get 414.
 	MaxURLBytes = 8 << 10
+	// MaxParamBytes bounds each percent-decoded path segment, query
+	// parameter name and query parameter value: 4 KiB, far above any
+	// identifier, filter or search text of the API. Longer ones get 400
+	// INVALID_ARGUMENT naming the parameter (see edge.checkURLText).
+	MaxParamBytes = 4 << 10
 	// MaxHeaderBytes is the http.Server's MaxHeaderBytes for the process
 	// serving the edge: the request line, a bearer token and the usual
 	// headers fit many times over; Go's default is 1 MiB.

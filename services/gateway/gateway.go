@@ -4,8 +4,10 @@
 // and authorizes (and rate-limits) the real caller. It holds no credentials
 // of its own.
 //
-// The edge bounds what it accepts before calling anything (URL length, body
-// size, UTF-8, JSON nesting), gives every request a deadline, answers every
+// The edge bounds what it accepts before calling anything (URL length;
+// path segments and query parameters valid UTF-8 without control characters,
+// at most MaxParamBytes each, and of their field's type; body size, UTF-8,
+// JSON nesting), gives every request a deadline, answers every
 // error as grpc-gateway's JSON status with an ErrorInfo (and Retry-After
 // when the status says when to retry), and serves the OpenAPI document at
 // OpenAPIPath. It refuses what it would otherwise ignore: unknown paths

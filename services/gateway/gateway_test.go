@@ -283,12 +283,22 @@ func (b neverEnding) Read(p []byte) (int, error) {
 
 func TestURLLimit(t *testing.T) {
 	h := start(t, gateway.Config{})
-	q := strings.Repeat("a", gateway.MaxURLBytes-len("/memory/search?q="))
-	r := h.do(t, "GET", "/memory/search?q="+q, nil)
+	// Each value is at most MaxParamBytes: two of them fill the target.
+	q := strings.Repeat("a", gateway.MaxParamBytes)
+	prefix := strings.Repeat("p", gateway.MaxURLBytes-len("/memory/search?q=&pathPrefix=")-len(q))
+	target := "/memory/search?q=" + q + "&pathPrefix=" + prefix
+	require.Len(t, target, gateway.MaxURLBytes)
+	r := h.do(t, "GET", target, nil)
 	require.Equal(t, http.StatusOK, r.status, "a target of exactly the limit is fine")
-	r = h.do(t, "GET", "/memory/search?q="+q+"a", nil)
+	r = h.do(t, "GET", target+"p", nil)
 	require.Equal(t, http.StatusRequestURITooLong, r.status, r.raw)
 	require.Equal(t, "REQUEST_TOO_LARGE", r.reason())
+	require.EqualValues(t, 1, h.search.calls.Load())
+
+	// One value over MaxParamBytes is a 400 naming it.
+	r = h.do(t, "GET", "/memory/search?q="+q+"a", nil)
+	require.Equal(t, http.StatusBadRequest, r.status, r.raw)
+	require.Equal(t, "INVALID_ARGUMENT", r.reason())
 	require.EqualValues(t, 1, h.search.calls.Load())
 }
 
