@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/garden-bloom/memory/pkg/editdist"
 	"github.com/garden-bloom/memory/pkg/mdops"
 )
 
@@ -278,7 +279,7 @@ func rewordPairs(bf, af []mdops.Fact, rb, ra []int) [][2]int {
 				// The distance is at least the length difference, so most
 				// pairs are ruled out before the quadratic computation.
 				if longer > 0 && float64(abs(len(x)-len(y))) <= maxEditFraction*float64(longer) {
-					frac := float64(editDistance(x, y)) / float64(longer)
+					frac := float64(editdist.Levenshtein(x, y)) / float64(longer)
 					if frac <= maxEditFraction {
 						ok = true
 					}
@@ -325,27 +326,6 @@ func jaccard(a, b map[string]bool) float64 {
 		return 0
 	}
 	return float64(inter) / float64(union)
-}
-
-// editDistance is the Levenshtein distance of two rune slices.
-func editDistance(a, b []rune) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // loopChanges implements the open_loops.md rules of Items.

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/garden-bloom/memory/pkg/editdist"
 )
 
 // QueryAlias gives a top-level request field extra query parameter names,
@@ -267,7 +269,7 @@ func (q *queryParams) suggest(name string) string {
 	best, bestDist := "", limit+1
 	for _, spelling := range slices.Sorted(maps.Keys(q.byName)) {
 		f := q.byName[spelling]
-		d := levenshtein(n, norm(spelling))
+		d := editdist.Levenshtein([]byte(n), []byte(norm(spelling)))
 		if d < bestDist || (d == bestDist && best != "" && f.display < best) {
 			best, bestDist = f.display, d
 		}
@@ -276,28 +278,6 @@ func (q *queryParams) suggest(name string) string {
 		return ""
 	}
 	return best
-}
-
-// levenshtein is the edit distance of a and b (bytes; parameter names are
-// ASCII).
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // QueryParam is one query parameter of a route: its documented name and

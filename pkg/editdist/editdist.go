@@ -1,0 +1,25 @@
+// Package editdist measures how far apart two sequences are.
+package editdist
+
+// Levenshtein is the edit distance of a and b: the fewest insertions,
+// deletions and substitutions that turn a into b. Two rows of the table, so
+// memory is O(len(b)).
+func Levenshtein[T comparable](a, b []T) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
