@@ -2,7 +2,7 @@
 // buf.gen.yaml): Go packages under gen/go and the OpenAPI documents under
 // gen/openapi.
 //
-// This file is the only hand-written one. It sits beside the plugins'
+// This file and gen/descriptor/descriptor.go are the hand-written ones. They sit beside the plugins'
 // output directories, not inside them: buf empties those before generating
 // (clean: true), while it leaves this folder's own files alone, so
 // regenerating neither deletes nor changes it and `make check-generated`

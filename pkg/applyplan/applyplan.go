@@ -134,7 +134,6 @@ func Build(in Input) (*Plan, error) {
 	runID := memlayout.RunRef(p.GetRunId())
 	date := in.Now.UTC()
 	w := &workspace{read: in.Read, files: map[string]string{}, changed: map[string]bool{}, deleted: map[string]bool{}}
-	openedLoops := map[string]bool{}
 	plan := &Plan{}
 	var summary []string
 	files := map[string]bool{}
@@ -214,7 +213,6 @@ func Build(in Input) (*Plan, error) {
 			if err != nil {
 				return nil, mdopsInvalid(i, "content", err)
 			}
-			openedLoops[id] = true
 			what = "opened " + id
 		case memoryv1.Operation_OPERATION_CLOSE:
 			next, err = mdops.CloseLoop(cur, u.GetLoopId(), u.GetResolution(), runID, date)
@@ -256,7 +254,7 @@ func Build(in Input) (*Plan, error) {
 		}
 		return n
 	}
-	if err := evict(in, count, w, plan, date, openedLoops); err != nil {
+	if err := evict(in, count, w, plan, date); err != nil {
 		return nil, err
 	}
 	for _, line := range evictionSummary(plan) {
@@ -352,10 +350,11 @@ func Build(in Input) (*Plan, error) {
 // evict keeps facts.md and open_loops.md under their hard limits, moving
 // what leaves Layer 1 into decisions.md (spec DiffMem §11.3, integration
 // §2.3). Facts go stale first, then oldest by the commit that added them,
-// then by position; the proposal's own facts and loops never go. When the
+// then by position; the proposal's own facts never go, nor its loops (only
+// loops opened more than 14 days ago are frozen). When the
 // proposal's own additions alone do not fit, nothing is evicted and the
 // limit check after this refuses the proposal.
-func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time.Time, openedLoops map[string]bool) error {
+func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time.Time) error {
 	agent := in.Proposal.GetAgentId()
 	var decisionLines, frozenLines []string
 
@@ -403,14 +402,6 @@ func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time
 		return err
 	}
 	if kept, removed, frozen := mdops.EvictLoops(loops, memlayout.OpenLoopsLimit, count, date); kept != loops || len(removed)+len(frozen) > 0 {
-		for _, l := range frozen {
-			if openedLoops[l.ID] {
-				// Unreachable while freezing needs 14 days of age; kept as
-				// the rule's guard should that threshold ever become 0.
-				return tokenLimit(memlayout.OpenLoopsFile, count(loops), memlayout.OpenLoopsLimit, in.Counter.Encoding(),
-					"open_loops.md is over its limit only because of loops this proposal opens")
-			}
-		}
 		w.set(memlayout.OpenLoopsFile, kept)
 		for _, l := range removed {
 			plan.RemovedClosedLoops = append(plan.RemovedClosedLoops, loopName(l))

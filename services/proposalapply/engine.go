@@ -220,12 +220,8 @@ func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outco
 			}, nil
 		}
 	}
-	facts, err := s.facts.RecordsOf(ctx, agent)
-	if err != nil {
-		return outcome{}, err
-	}
 	now := s.now()
-	plan, err := applyplan.Build(applyplan.Input{Proposal: p, Read: headRead, Now: now, Counter: s.counter, Facts: facts})
+	plan, err := s.plan(ctx, p, headRead, now)
 	if inv := (*applyplan.Invalid)(nil); errors.As(err, &inv) {
 		o := failure(memoryv1.StatusReason_STATUS_REASON_VALIDATION_FAILED, err.Error())
 		if inv.Reason == memoryv1.ErrorReason_ERROR_REASON_TOKEN_LIMIT_EXCEEDED {

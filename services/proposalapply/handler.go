@@ -123,12 +123,8 @@ func (h *handler) propose(ctx context.Context, req *memoryv1.ProposeRequest, sta
 // §11.3), ALWAYS_LOAD blocks over --always-load-limit.
 func (h *handler) dryRun(ctx context.Context, p *memoryv1.Proposal, head plumbing.Hash) (*applyplan.Plan, error) {
 	s := h.svc
-	facts, err := s.facts.RecordsOf(ctx, p.GetAgentId())
-	if err != nil {
-		return nil, h.internal(err, "reading the agent's fact index")
-	}
 	read := s.reader(ctx, head, p.GetAgentId())
-	plan, err := applyplan.Build(applyplan.Input{Proposal: p, Read: read, Now: s.now(), Counter: s.counter, Facts: facts})
+	plan, err := s.plan(ctx, p, read, s.now())
 	if inv := (*applyplan.Invalid)(nil); errors.As(err, &inv) {
 		code := codes.InvalidArgument
 		if inv.Reason == memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED {

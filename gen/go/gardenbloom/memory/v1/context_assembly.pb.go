@@ -1769,7 +1769,8 @@ type GetAgentStatusResponse struct {
 	Layer1Limit  int32         `protobuf:"varint,6,opt,name=layer1_limit,json=layer1Limit,proto3" json:"layer1_limit,omitempty"`
 	// Run files in the repository (older ones are archived by rotation).
 	Runs int32 `protobuf:"varint,7,opt,name=runs,proto3" json:"runs,omitempty"`
-	// <!-- ALWAYS_LOAD --> blocks outside Layer 1, loaded with basic and wide reads.
+	// Layer 1 files holding <!-- ALWAYS_LOAD --> blocks (basic and wide reads load
+	// them); blocks in Layer 2 files are never auto-loaded.
 	AlwaysLoadBlocks int32 `protobuf:"varint,8,opt,name=always_load_blocks,json=alwaysLoadBlocks,proto3" json:"always_load_blocks,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache

@@ -31,7 +31,7 @@ const (
 // SearchIndexService is BM25 search over the monorepo and the agents' sources
 // (spec integration §4), kept current commit by commit.
 type SearchIndexServiceClient interface {
-	// Natural-language search; Layer 2 only when asked for with the layer filter.
+	// BM25 search; Layer 2 only when asked for with the layer filter.
 	Search(ctx context.Context, in *SearchRequest, opts ...grpc.CallOption) (*SearchResponse, error)
 	// Rebuild the index online; searches keep answering meanwhile (admin).
 	Reindex(ctx context.Context, in *ReindexRequest, opts ...grpc.CallOption) (*ReindexResponse, error)
@@ -84,7 +84,7 @@ func (c *searchIndexServiceClient) GetIndexStatus(ctx context.Context, in *GetIn
 // SearchIndexService is BM25 search over the monorepo and the agents' sources
 // (spec integration §4), kept current commit by commit.
 type SearchIndexServiceServer interface {
-	// Natural-language search; Layer 2 only when asked for with the layer filter.
+	// BM25 search; Layer 2 only when asked for with the layer filter.
 	Search(context.Context, *SearchRequest) (*SearchResponse, error)
 	// Rebuild the index online; searches keep answering meanwhile (admin).
 	Reindex(context.Context, *ReindexRequest) (*ReindexResponse, error)
