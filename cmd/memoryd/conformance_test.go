@@ -247,7 +247,7 @@ func TestConformance(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, appr)
 		require.Eventually(t, func() bool {
 			_, got := jsonCall(t, d, "GET", "/proposals/"+id, "", svc)
-			return got["proposal"].(map[string]any)["status"] == "applied"
+			return got["status"] == "applied"
 		}, 20*time.Second, 10*time.Millisecond)
 	}
 	propose := func(body string) {

@@ -56,7 +56,7 @@ func newHostileEnv(t *testing.T) *hostileEnv {
 	id := resp["proposalId"].(string)
 	require.Eventually(t, func() bool {
 		_, got := jsonCall(t, d, "GET", "/proposals/"+id, "", svc)
-		return got["proposal"].(map[string]any)["status"] == "applied"
+		return got["status"] == "applied"
 	}, 20*time.Second, 10*time.Millisecond)
 
 	// A person commits a symlink that points out of the repository.

@@ -596,9 +596,18 @@ func testRESTProposalFlow(t *testing.T, d *deployment) {
 	require.NotEmpty(t, resp["createdAt"])
 	require.Contains(t, resp["reviewUrl"], id)
 
-	code, got := jsonCall(t, d, "GET", "/proposals/"+id, "", svc)
+	// GET of a resource returns the resource (AIP-131), with the fields the
+	// propose response shows (DiffMem §4.2) at the top level.
+	code, p := jsonCall(t, d, "GET", "/proposals/"+id, "", svc)
 	require.Equal(t, http.StatusOK, code)
-	p := got["proposal"].(map[string]any)
+	require.NotContains(t, p, "proposal", "no wrapper")
+	require.Equal(t, id, p["proposalId"])
+	require.Equal(t, "pending", p["status"])
+	require.Equal(t, "garden-bloom-curator", p["agentId"])
+	require.Equal(t, resp["createdAt"], p["createdAt"])
+	require.Equal(t, resp["reviewUrl"], p["reviewUrl"])
+	require.Equal(t, resp["estimatedApplyAt"], p["estimatedApplyAt"], "the same estimate as the propose answer")
+	require.Equal(t, "після підтвердження людиною", p["estimatedApplyAt"])
 	require.Equal(t, "normal", p["priority"])
 	require.Equal(t, "flagged", p["reason"], "the semantic guard does not know the entity ref")
 	require.Contains(t, p["flags"].([]any)[0], "unknown_entity_ref")
@@ -615,8 +624,12 @@ func testRESTProposalFlow(t *testing.T, d *deployment) {
 	require.Equal(t, http.StatusOK, code, appr)
 	require.Eventually(t, func() bool {
 		_, got := jsonCall(t, d, "GET", "/proposals/"+id, "", svc)
-		return got["proposal"].(map[string]any)["status"] == "applied"
+		return got["status"] == "applied"
 	}, 20*time.Second, 10*time.Millisecond)
+	_, done := jsonCall(t, d, "GET", "/proposals/"+id, "", svc)
+	applied, err := time.Parse(time.RFC3339, done["estimatedApplyAt"].(string))
+	require.NoError(t, err, "an applied proposal's estimate is its apply time: %v", done)
+	require.WithinDuration(t, time.Now(), applied, time.Minute)
 	out, err := exec.Command("git", "--git-dir", filepath.Join(d.dataDir, "memory.git"), "log", "-1", "--format=%s", "main").CombinedOutput()
 	require.NoError(t, err)
 	require.Equal(t, "memory-update: garden-bloom-curator / run_def456 / "+id+"\n", string(out))

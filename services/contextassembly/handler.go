@@ -276,7 +276,7 @@ func (h *handler) checkSnapshot(ctx context.Context, files agentFiles) error {
 	if lastGood != "" {
 		msg += fmt.Sprintf("; last good at %s (restore it with a proposal or git revert)", lastGood[:12])
 	}
-	return apierr.New(codes.FailedPrecondition, memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED, msg,
+	return apierr.New(codes.DataLoss, memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED, msg,
 		map[string]string{"file": path, "commit": files.commit.String(), "lastGoodCommit": lastGood})
 }
 

@@ -150,7 +150,9 @@ func TestCorruptSnapshotNamesLastGoodCommit(t *testing.T) {
 	good := seedAgent(e)
 	e.commit("oops", map[string]string{"memory/cur/snapshot.md": "   \n"})
 	_, err := e.client.ReadMemory(e.svc(), &memoryv1.ReadMemoryRequest{AgentId: "cur"})
-	require.Equal(t, codes.FailedPrecondition, status.Code(err))
+	// Stored memory that cannot be read is lost data, not a state the
+	// caller can change: gRPC DATA_LOSS (REST 500), issue #24 point 5.
+	require.Equal(t, codes.DataLoss, status.Code(err), err)
 	info := apierr.Info(err)
 	require.Equal(t, "MEMORY_CORRUPTED", info.GetReason())
 	require.Equal(t, "memory/cur/snapshot.md", info.GetMetadata()["file"])

@@ -369,7 +369,7 @@ func (h *handler) GetProposal(ctx context.Context, req *memoryv1.GetProposalRequ
 	if err != nil {
 		return nil, err
 	}
-	return &memoryv1.GetProposalResponse{Proposal: rec.Proposal}, nil
+	return &memoryv1.GetProposalResponse{Proposal: withEstimate(rec.Proposal)}, nil
 }
 
 // checkPageSize accepts 0 (the default) to maxPageSize.
@@ -407,7 +407,7 @@ func (h *handler) ListProposals(ctx context.Context, req *memoryv1.ListProposals
 	}
 	resp := &memoryv1.ListProposalsResponse{NextPageToken: next}
 	for _, r := range recs {
-		resp.Proposals = append(resp.Proposals, r.Proposal)
+		resp.Proposals = append(resp.Proposals, withEstimate(r.Proposal))
 	}
 	return resp, nil
 }
@@ -496,7 +496,7 @@ func (h *handler) ApproveProposal(ctx context.Context, req *memoryv1.ApproveProp
 		return nil, err
 	}
 	h.svc.engine.enqueue(rec.Proposal.GetAgentId(), rec.Proposal.GetProposalId())
-	return &memoryv1.ApproveProposalResponse{Proposal: rec.Proposal}, nil
+	return &memoryv1.ApproveProposalResponse{Proposal: withEstimate(rec.Proposal)}, nil
 }
 
 // RejectProposal rejects a pending proposal with the reviewer's reason.
@@ -515,7 +515,7 @@ func (h *handler) RejectProposal(ctx context.Context, req *memoryv1.RejectPropos
 	if err != nil {
 		return nil, err
 	}
-	return &memoryv1.RejectProposalResponse{Proposal: rec.Proposal}, nil
+	return &memoryv1.RejectProposalResponse{Proposal: withEstimate(rec.Proposal)}, nil
 }
 
 // RetryProposal sends a failed proposal back to approved.
@@ -533,7 +533,7 @@ func (h *handler) RetryProposal(ctx context.Context, req *memoryv1.RetryProposal
 		return nil, err
 	}
 	h.svc.engine.enqueue(rec.Proposal.GetAgentId(), rec.Proposal.GetProposalId())
-	return &memoryv1.RetryProposalResponse{Proposal: rec.Proposal}, nil
+	return &memoryv1.RetryProposalResponse{Proposal: withEstimate(rec.Proposal)}, nil
 }
 
 // GetAgentPolicy returns the agent's review policy at main's head.

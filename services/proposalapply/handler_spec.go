@@ -71,8 +71,15 @@ func fillSpecFields(r *memoryv1.ProposeResponse) *memoryv1.ProposeResponse {
 	p := r.GetProposal()
 	r.Reason, r.ExpectedVersion = p.GetReason(), p.GetExpectedVersion()
 	r.CurrentVersion, r.Resolution = p.GetCurrentVersion(), p.GetResolution()
-	r.EstimatedApplyAt = estimatedApplyAt(p)
+	r.EstimatedApplyAt = withEstimate(p).GetEstimatedApplyAt()
 	return r
+}
+
+// withEstimate fills the proposal's computed estimatedApplyAt. Callers pass
+// the copy the store handed them, so the stored document never holds it.
+func withEstimate(p *memoryv1.Proposal) *memoryv1.Proposal {
+	p.EstimatedApplyAt = estimatedApplyAt(p)
+	return p
 }
 
 func estimatedApplyAt(p *memoryv1.Proposal) string {

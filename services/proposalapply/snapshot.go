@@ -218,7 +218,7 @@ func (h *handler) RestoreSnapshot(ctx context.Context, req *memoryv1.RestoreSnap
 	}
 	files, err := memsnapshot.Read(bytes.NewReader(archive))
 	if err != nil {
-		return nil, apierr.New(codes.FailedPrecondition, memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED,
+		return nil, apierr.New(codes.DataLoss, memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED,
 			fmt.Sprintf("snapshot %q cannot be restored: %v", label, err), nil)
 	}
 	head, meta, policy, err := s.headState(ctx, agent)
@@ -231,7 +231,7 @@ func (h *handler) RestoreSnapshot(ctx context.Context, req *memoryv1.RestoreSnap
 	}
 	updates, err := restoreUpdates(agent, files, current)
 	if err != nil {
-		return nil, apierr.New(codes.FailedPrecondition, memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED,
+		return nil, apierr.New(codes.DataLoss, memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED,
 			fmt.Sprintf("snapshot %q cannot be restored: %v", label, err), nil)
 	}
 	if len(updates) == 0 {

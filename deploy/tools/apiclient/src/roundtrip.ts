@@ -101,8 +101,8 @@ async function main(): Promise<void> {
   for (;;) {
     const got = await client.GET("/proposals/{proposalId}", { params: { path: { proposalId } } });
     check(got.data, `get proposal: ${got.response.status} ${JSON.stringify(got.error)}`);
-    status = got.data.proposal?.status;
-    commitSha = got.data.proposal?.commitSha;
+    status = got.data.status;
+    commitSha = got.data.commitSha;
     if (status === applied || status === "failed" || status === "rejected" || Date.now() > deadline) break;
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -489,11 +489,7 @@ type ProposeResponse struct {
 	CurrentVersion int32 `protobuf:"varint,9,opt,name=current_version,json=currentVersion,proto3" json:"current_version,omitempty"`
 	// Set with version_conflict: "retry_with_latest"; else "".
 	Resolution string `protobuf:"bytes,10,opt,name=resolution,proto3" json:"resolution,omitempty"`
-	// When the proposal will be applied (DiffMem §4.2): an RFC 3339 time when
-	// it is approved (applied right away, in queue order) or applied (the
-	// apply time); "після підтвердження людиною" while it waits for a person;
-	// "після commit-session" while it is staged; "" when it will not be
-	// applied (rejected, failed).
+	// When the proposal will be applied: Proposal.estimated_apply_at.
 	EstimatedApplyAt string `protobuf:"bytes,11,opt,name=estimated_apply_at,json=estimatedApplyAt,proto3" json:"estimated_apply_at,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
@@ -2403,13 +2399,13 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\bfrom_sha\x18\x01 \x01(\tR\afromSha\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\"Q\n" +
 	"\x14WatchCommitsResponse\x129\n" +
-	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xb7\x15\n" +
+	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xc1\x15\n" +
 	"\x14ProposalApplyService\x12\xc4\x01\n" +
 	"\aPropose\x12%.gardenbloom.memory.v1.ProposeRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"j\x82\xd3\xe4\x93\x02d:\x01*Z\x14:\x01*\"\x0f/memory/proposeZ-:\x01*\"(/v1/memory/{agent_id}/process-and-commit\"\x1a/memory/{agent_id}/propose\x12\xb9\x01\n" +
 	"\x0eProcessSession\x12,.gardenbloom.memory.v1.ProcessSessionRequest\x1a-.gardenbloom.memory.v1.ProcessSessionResponse\"J\x82\xd3\xe4\x93\x02D:\bproposalb\bproposal\"./v1/memory/{proposal.agent_id}/process-session\x12\xa5\x01\n" +
 	"\rCommitSession\x12+.gardenbloom.memory.v1.CommitSessionRequest\x1a,.gardenbloom.memory.v1.CommitSessionResponse\"9\x82\xd3\xe4\x93\x023:\x01*b\bproposal\"$/v1/memory/{agent_id}/commit-session\x12\x9b\x01\n" +
-	"\fOnboardAgent\x12*.gardenbloom.memory.v1.OnboardAgentRequest\x1a+.gardenbloom.memory.v1.OnboardAgentResponse\"2\x82\xd3\xe4\x93\x02,:\x01*b\bproposal\"\x1d/v1/memory/{agent_id}/onboard\x12\x89\x01\n" +
-	"\vGetProposal\x12).gardenbloom.memory.v1.GetProposalRequest\x1a*.gardenbloom.memory.v1.GetProposalResponse\"#\x82\xd3\xe4\x93\x02\x1a\x12\x18/proposals/{proposal_id}\x90\x02\x01\x12\x81\x01\n" +
+	"\fOnboardAgent\x12*.gardenbloom.memory.v1.OnboardAgentRequest\x1a+.gardenbloom.memory.v1.OnboardAgentResponse\"2\x82\xd3\xe4\x93\x02,:\x01*b\bproposal\"\x1d/v1/memory/{agent_id}/onboard\x12\x93\x01\n" +
+	"\vGetProposal\x12).gardenbloom.memory.v1.GetProposalRequest\x1a*.gardenbloom.memory.v1.GetProposalResponse\"-\x82\xd3\xe4\x93\x02$b\bproposal\x12\x18/proposals/{proposal_id}\x90\x02\x01\x12\x81\x01\n" +
 	"\rListProposals\x12+.gardenbloom.memory.v1.ListProposalsRequest\x1a,.gardenbloom.memory.v1.ListProposalsResponse\"\x15\x82\xd3\xe4\x93\x02\f\x12\n" +
 	"/proposals\x90\x02\x01\x12\x9d\x01\n" +
 	"\x0fApproveProposal\x12-.gardenbloom.memory.v1.ApproveProposalRequest\x1a..gardenbloom.memory.v1.ApproveProposalResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /proposals/{proposal_id}:approve\x12\x99\x01\n" +

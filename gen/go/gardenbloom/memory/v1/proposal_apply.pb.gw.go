@@ -946,7 +946,7 @@ func RegisterProposalApplyServiceHandlerServer(ctx context.Context, mux *runtime
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_ProposalApplyService_GetProposal_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_ProposalApplyService_GetProposal_0(annotatedContext, mux, outboundMarshaler, w, req, response_ProposalApplyService_GetProposal_0{resp.(*GetProposalResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodGet, pattern_ProposalApplyService_ListProposals_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -1345,7 +1345,7 @@ func RegisterProposalApplyServiceHandlerClient(ctx context.Context, mux *runtime
 			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
 			return
 		}
-		forward_ProposalApplyService_GetProposal_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+		forward_ProposalApplyService_GetProposal_0(annotatedContext, mux, outboundMarshaler, w, req, response_ProposalApplyService_GetProposal_0{resp.(*GetProposalResponse)}, mux.GetForwardResponseOptions()...)
 	})
 	mux.Handle(http.MethodGet, pattern_ProposalApplyService_ListProposals_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
@@ -1578,6 +1578,15 @@ type response_ProposalApplyService_OnboardAgent_0 struct {
 
 func (m response_ProposalApplyService_OnboardAgent_0) XXX_ResponseBody() interface{} {
 	response := m.OnboardAgentResponse
+	return response.Proposal
+}
+
+type response_ProposalApplyService_GetProposal_0 struct {
+	*GetProposalResponse
+}
+
+func (m response_ProposalApplyService_GetProposal_0) XXX_ResponseBody() interface{} {
+	response := m.GetProposalResponse
 	return response.Proposal
 }
 

@@ -61,7 +61,9 @@ type ProposalApplyServiceClient interface {
 	// open_loops.md) through a proposal (DiffMem onboard). An agent that
 	// already has memory is AlreadyExists.
 	OnboardAgent(ctx context.Context, in *OnboardAgentRequest, opts ...grpc.CallOption) (*OnboardAgentResponse, error)
-	// Get one proposal.
+	// Get one proposal. REST answers with the proposal itself (AIP-131), whose
+	// top-level fields include the propose answer's (proposalId, status,
+	// agentId, createdAt, reviewUrl, estimatedApplyAt, reason, expectedVersion).
 	GetProposal(ctx context.Context, in *GetProposalRequest, opts ...grpc.CallOption) (*GetProposalResponse, error)
 	// List proposals by agent and status, newest first.
 	ListProposals(ctx context.Context, in *ListProposalsRequest, opts ...grpc.CallOption) (*ListProposalsResponse, error)
@@ -315,7 +317,9 @@ type ProposalApplyServiceServer interface {
 	// open_loops.md) through a proposal (DiffMem onboard). An agent that
 	// already has memory is AlreadyExists.
 	OnboardAgent(context.Context, *OnboardAgentRequest) (*OnboardAgentResponse, error)
-	// Get one proposal.
+	// Get one proposal. REST answers with the proposal itself (AIP-131), whose
+	// top-level fields include the propose answer's (proposalId, status,
+	// agentId, createdAt, reviewUrl, estimatedApplyAt, reason, expectedVersion).
 	GetProposal(context.Context, *GetProposalRequest) (*GetProposalResponse, error)
 	// List proposals by agent and status, newest first.
 	ListProposals(context.Context, *ListProposalsRequest) (*ListProposalsResponse, error)

@@ -67,7 +67,8 @@ const (
 	ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE ErrorReason = 17
 	// The object store could not be reached.
 	ErrorReason_ERROR_REASON_OBJECT_STORE_UNAVAILABLE ErrorReason = 18
-	// A Layer 1 file is empty or unreadable; metadata names the file and the last good commit.
+	// A Layer 1 file (or a snapshot archive) is empty or unreadable; metadata
+	// names the file and the last good commit. Sent with gRPC DATA_LOSS.
 	ErrorReason_ERROR_REASON_MEMORY_CORRUPTED ErrorReason = 19
 	// The request body or a field is larger than allowed.
 	ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE ErrorReason = 20
@@ -1068,9 +1069,15 @@ type Proposal struct {
 	// Layer 2 file (it will never be auto-loaded).
 	Warnings []string `protobuf:"bytes,31,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	// How long the run took, when the caller knows; shown in the timeline entry.
-	RunDuration   *durationpb.Duration `protobuf:"bytes,32,opt,name=run_duration,json=runDuration,proto3" json:"run_duration,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RunDuration *durationpb.Duration `protobuf:"bytes,32,opt,name=run_duration,json=runDuration,proto3" json:"run_duration,omitempty"`
+	// Output only, computed when the proposal is read (DiffMem §4.2): an RFC
+	// 3339 time when it is approved (applied right away, in queue order) or
+	// applied (the apply time); "після підтвердження людиною" while it waits
+	// for a person; "після commit-session" while it is staged; "" when it will
+	// not be applied (rejected, failed).
+	EstimatedApplyAt string `protobuf:"bytes,33,opt,name=estimated_apply_at,json=estimatedApplyAt,proto3" json:"estimated_apply_at,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Proposal) Reset() {
@@ -1325,6 +1332,13 @@ func (x *Proposal) GetRunDuration() *durationpb.Duration {
 		return x.RunDuration
 	}
 	return nil
+}
+
+func (x *Proposal) GetEstimatedApplyAt() string {
+	if x != nil {
+		return x.EstimatedApplyAt
+	}
+	return ""
 }
 
 // MemoryMeta mirrors memory/<agentId>/meta.json.
@@ -1984,7 +1998,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"resolution\x18\x06 \x01(\tR\n" +
 	"resolution\x12H\n" +
 	"\rloop_priority\x18\a \x01(\x0e2#.gardenbloom.memory.v1.LoopPriorityR\floopPriority\x12;\n" +
-	"\bdecision\x18\b \x01(\v2\x1f.gardenbloom.memory.v1.DecisionR\bdecision\"\xcc\n" +
+	"\bdecision\x18\b \x01(\v2\x1f.gardenbloom.memory.v1.DecisionR\bdecision\"\xfa\n" +
 	"\n" +
 	"\bProposal\x12\x1f\n" +
 	"\vproposal_id\x18\x01 \x01(\tR\n" +
@@ -2031,7 +2045,8 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\ffrozen_loops\x18\x1d \x03(\tR\vfrozenLoops\x120\n" +
 	"\x14removed_closed_loops\x18\x1e \x03(\tR\x12removedClosedLoops\x12\x1a\n" +
 	"\bwarnings\x18\x1f \x03(\tR\bwarnings\x12<\n" +
-	"\frun_duration\x18  \x01(\v2\x19.google.protobuf.DurationR\vrunDurationB\x13\n" +
+	"\frun_duration\x18  \x01(\v2\x19.google.protobuf.DurationR\vrunDuration\x12,\n" +
+	"\x12estimated_apply_at\x18! \x01(\tR\x10estimatedApplyAtB\x13\n" +
 	"\x11_expected_version\"\xee\x03\n" +
 	"\n" +
 	"MemoryMeta\x12\x19\n" +
