@@ -374,3 +374,33 @@ func (s *Store) Len() int {
 	defer s.mu.RUnlock()
 	return len(s.byID)
 }
+
+// Waiting is how many proposals of one agent wait for a person for one reason.
+type Waiting struct {
+	Agent  string
+	Reason memoryv1.StatusReason
+	Count  int
+}
+
+// AwaitingReview counts the proposals that wait for a person (pending or
+// needs-review), by agent and reason, for the awaiting-review metric.
+func (s *Store) AwaitingReview() []Waiting {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	type key struct {
+		agent  string
+		reason memoryv1.StatusReason
+	}
+	counts := map[key]int{}
+	for _, rec := range s.byID {
+		switch rec.Proposal.GetStatus() {
+		case memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, memoryv1.ProposalStatus_PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW:
+			counts[key{rec.Proposal.GetAgentId(), rec.Proposal.GetReason()}]++
+		}
+	}
+	out := make([]Waiting, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, Waiting{Agent: k.agent, Reason: k.reason, Count: n})
+	}
+	return out
+}
