@@ -4,6 +4,13 @@
 SHELL := /bin/bash
 BIN   := $(CURDIR)/bin
 GO    ?= go
+# The Go toolchain of every recipe, tool install and test: go1.26.8 has
+# known vulnerabilities in net/http, crypto/tls, html/template, ... that
+# govulncheck (make lint) reports; go1.27.3 has none. A go older than
+# that downloads it from the module proxy once (go.mod also says go 1.27.3,
+# so a plain `go build` with GOTOOLCHAIN=local fails instead of silently
+# building with an older one). Plain go outside make: export GOTOOLCHAIN=go1.27.3.
+export GOTOOLCHAIN := go1.27.3
 export GOBIN := $(BIN)
 export PATH  := $(BIN):$(PATH)
 # buf writes a cache even when offline; keep it inside the project.
@@ -21,12 +28,19 @@ MINIO_VERSION               := v0.0.0-20260212201848-7aac2a2c5b7c
 KUBECONFORM_VERSION         := v0.8.0
 K8S_SCHEMA_VERSION          := v1.36.3
 COMPOSE_VERSION             := v2.40.3
+# promtool checks and unit-tests deploy/prometheus's alert rules.
+PROMTOOL_VERSION            := v0.316.0
+# govulncheck (make lint) and the vulnerability data it reads: the online
+# database (vuln.go.dev) is unreachable here, so make vulndb builds a local
+# one from this version of the module golang.org/x/vulndb with its own gendb.
+GOVULNCHECK_VERSION         := v1.9.0
+VULNDB_VERSION              := v0.0.0-20261105234957-e22db6528018
 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/garden-bloom/memory/cmd/memoryd/app.Version=$(VERSION)
 DATA_DIR ?= ./data
 
-.PHONY: all tools deploy-tools generate lint build run test test-race invariants fuzz bench bench-go bench-quality check-generated validate-deploy image image-push compose-env k8s-dev-secrets clean
+.PHONY: all tools deploy-tools generate lint vulndb vulncheck build run test test-race invariants fuzz bench soak bench-go bench-quality check-generated validate-deploy image image-push compose-env k8s-dev-secrets clean
 
 all: build
 
@@ -46,6 +60,8 @@ $(BIN)/.minio-$(MINIO_VERSION):
 	$(GO) install github.com/minio/minio@$(MINIO_VERSION) && touch $@
 $(BIN)/.kubeconform-$(KUBECONFORM_VERSION):
 	$(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION) && touch $@
+$(BIN)/.promtool-$(PROMTOOL_VERSION):
+	$(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION) && touch $@
 # docker compose cannot be `go install`ed (its module is built from its own
 # folder): copy the module out of the module cache and build ./cmd there. The
 # binary runs standalone as bin/docker-compose, with no docker CLI or engine;
@@ -74,12 +90,38 @@ $(BIN)/k8sschema: $(K8SSCHEMA_SRC)
 $(K8S_SCHEMA_DIR)/.stamp: $(BIN)/k8sschema
 	$(BIN)/k8sschema -module k8s.io/kubernetes@$(K8S_SCHEMA_VERSION) -out $(K8S_SCHEMA_DIR) && touch $@
 
+# govulncheck type-checks the code with the go/types it was built with, so
+# its stamp also names the Go toolchain: a new GOTOOLCHAIN rebuilds it.
+GOVULNCHECK_STAMP := $(BIN)/.govulncheck-$(GOVULNCHECK_VERSION)-$(GOTOOLCHAIN)
+$(GOVULNCHECK_STAMP):
+	$(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) && touch $@
+# The local vulnerability database, built once per VULNDB_VERSION: gendb
+# (cmd/gendb of golang.org/x/vulndb) converts the module's data/reports
+# into the database layout govulncheck reads with -db file://DIR. gendb
+# wants a git repository, so the module is copied out of the module cache
+# into a throw-away folder that becomes one (a repository of its own,
+# inside the gitignored .cache).
+VULNDB_DIR := $(CURDIR)/.cache/vulndb/$(VULNDB_VERSION)
+VULNDB_SRC := $(CURDIR)/.cache/vulndb-src-$(VULNDB_VERSION)
+$(VULNDB_DIR)/.stamp:
+	cd / && $(GO) mod download golang.org/x/vulndb@$(VULNDB_VERSION)
+	rm -rf $(VULNDB_SRC) $(VULNDB_DIR) && mkdir -p $(dir $(VULNDB_SRC)) && \
+	cp -R "$$(cd / && $(GO) env GOMODCACHE)/golang.org/x/vulndb@$(VULNDB_VERSION)" $(VULNDB_SRC) && \
+	chmod -R u+w $(VULNDB_SRC)
+	cd $(VULNDB_SRC) && git init -q && git add -A && \
+	git -c user.name=vulndb -c user.email=vulndb@localhost -c commit.gpgsign=false commit -q -m "golang.org/x/vulndb@$(VULNDB_VERSION)"
+	cd $(VULNDB_SRC) && $(GO) run ./cmd/gendb -repo . -out $(VULNDB_DIR)
+	rm -rf $(VULNDB_SRC)
+	touch $@
+GOVULNCHECK := govulncheck -db file://$(VULNDB_DIR)
+
 PROTO_TOOLS := $(BIN)/.buf-$(BUF_VERSION) $(BIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
 	$(BIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(BIN)/.grpc-gateway-$(GRPC_GATEWAY_VERSION)
 
 ## tools: install every pinned tool into ./bin (deploy-tools: those of validate-deploy)
-tools: $(PROTO_TOOLS) $(BIN)/.grpcurl-$(GRPCURL_VERSION) $(BIN)/.minio-$(MINIO_VERSION)
-deploy-tools: $(BIN)/.kubeconform-$(KUBECONFORM_VERSION) $(K8S_SCHEMA_DIR)/.stamp $(BIN)/.docker-compose-$(COMPOSE_VERSION)
+tools: $(PROTO_TOOLS) $(BIN)/.grpcurl-$(GRPCURL_VERSION) $(BIN)/.minio-$(MINIO_VERSION) $(GOVULNCHECK_STAMP) $(VULNDB_DIR)/.stamp
+deploy-tools: $(BIN)/.kubeconform-$(KUBECONFORM_VERSION) $(K8S_SCHEMA_DIR)/.stamp $(BIN)/.docker-compose-$(COMPOSE_VERSION) \
+	$(BIN)/.promtool-$(PROMTOOL_VERSION)
 
 ## generate: regenerate gen/ (Go, grpc-gateway, OpenAPI) from proto/, and
 ## gen/descriptor/memory.binpb: every proto of the workspace (ours, the
@@ -99,11 +141,19 @@ define OPENAPI31_GEN
 $(GO) run ./cmd/openapigen -descriptors gen/descriptor/memory.binpb -swagger gen/openapi/memory.swagger.json -out gen/openapi/memory.openapi.json
 endef
 
-## lint: buf lint (STANDARD) + go vet + gofmt
-lint: $(BIN)/.buf-$(BUF_VERSION)
+## lint: buf lint (STANDARD) + go vet + gofmt + govulncheck (fails on any
+## reachable vulnerability, with the local database of make vulndb)
+lint: $(BIN)/.buf-$(BUF_VERSION) $(GOVULNCHECK_STAMP) $(VULNDB_DIR)/.stamp
 	buf lint
 	$(GO) vet ./...
-	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go' | grep -v '^gen/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GOVULNCHECK) ./...
+
+## vulndb: build the local vulnerability database (once per VULNDB_VERSION)
+## vulncheck: govulncheck alone (part of lint)
+vulndb: $(VULNDB_DIR)/.stamp
+vulncheck: $(GOVULNCHECK_STAMP) $(VULNDB_DIR)/.stamp
+	$(GOVULNCHECK) ./...
 
 ## check-generated: fail when `make generate` changes gen/
 check-generated: generate
@@ -166,6 +216,27 @@ BENCH_FLAGS ?=
 bench:
 	$(GO) run ./cmd/membench perf --work $(BENCH_WORK) $(BENCH_FLAGS)
 
+## bench-slowclients: membench slowclients — issue #25's done-when line: 2,000
+## slow-body connections (a byte a second) all cut within --http-body-timeout
+## (30s) while ReadMemory REST p95 stays under 5 ms; about a minute.
+.PHONY: bench-slowclients
+bench-slowclients:
+	$(GO) run ./cmd/membench slowclients $(BENCH_FLAGS)
+
+## soak: membench soak — bin/memoryd all-in-one on an empty data dir, 100
+## agents, mixed load (proposals at SOAK_RATE/s: facts, loops, decisions,
+## auto-approved, reviewer-approved and rejected; reads, search, context,
+## proposals, diffs) for SOAK_DURATION; fails on any request error or when
+## anonymous RSS or the heap after GC trends upward after warm-up (fitted
+## slope) beyond 10 % and what its bounded caches may still fill. Curve on
+## stdout, JSON and Markdown in bench/results/soak-*.
+## SOAK_FLAGS adds flags (e.g. SOAK_FLAGS=--profile=.cache/soak-prof).
+SOAK_DURATION ?= 10m
+SOAK_RATE     ?= 40
+SOAK_FLAGS    ?=
+soak: build
+	$(GO) run ./cmd/membench soak --memoryd $(BIN)/memoryd --duration $(SOAK_DURATION) --rate $(SOAK_RATE) $(SOAK_FLAGS)
+
 ## bench-go: the Go micro-benchmarks (figures, never pass/fail in unit tests)
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -211,8 +282,10 @@ k8s-dev-secrets:
 ## validate-deploy: offline checks of deploy/kubernetes (kubeconform -strict
 ## against Kubernetes $(K8S_SCHEMA_VERSION)'s API) and docker-compose.yml
 ## (compose config), the dev overlay deploy/kubernetes-dev, and one memoryd
-## image and one MinIO tag everywhere; no cluster, Docker engine or docker
-## CLI needed
+## image and one MinIO tag everywhere; the Prometheus alert rules (promtool
+## check rules, promtool test rules) and the Grafana dashboard (it parses,
+## and it and the alerts query only metrics a running memoryd exports); no
+## cluster, Docker engine or docker CLI needed
 K8S_DIR       := deploy/kubernetes
 K8S_DEV_DIR   := deploy/kubernetes-dev
 K8S_MANIFESTS := $(filter-out %/kustomization.yaml,$(wildcard $(K8S_DIR)/*.yaml $(K8S_DEV_DIR)/*.yaml))
@@ -255,6 +328,11 @@ validate-deploy: deploy-tools
 	MEMORYD_COMPOSE_ENV=$(VALIDATE_DIR)/compose.env DOCKER_CONFIG=$(BIN)/docker docker-compose -f docker-compose.yml config -q
 	@rm -rf $(VALIDATE_DIR)
 	@echo "docker-compose.yml: valid (docker compose $(COMPOSE_VERSION))"
+	promtool check rules deploy/prometheus/alerts.yaml
+	cd deploy/prometheus && promtool test rules alerts_test.yaml
+	@# Starts memoryd, drives traffic and compares every metric name in the
+	@# dashboard's and the alerts' PromQL with what /metrics serves.
+	$(GO) test ./cmd/memoryd -run '^(TestDeployFilesUseExportedMetrics|TestPromQLMetricNames)$$' -count=1
 
 clean:
 	rm -rf $(BIN)/memoryd .cache

@@ -2,6 +2,8 @@
 //
 //	membench quality --data ../shared/data   retrieval quality on public data sets
 //	membench perf                            latency, throughput and resources of memoryd under load
+//	membench soak --duration 10m             memory of memoryd under a long mixed load (fails on growth or errors)
+//	membench slowclients                     2,000 slow-body connections cut in time while reads stay fast
 //
 // The data sets are not part of the product: when --data has no data set the
 // command says so and exits 0, so `make bench-quality` is safe anywhere.
@@ -24,7 +26,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: membench quality --data DIR | membench perf [flags]")
+		return fmt.Errorf("usage: membench quality --data DIR | membench perf [flags] | membench soak [flags] | membench slowclients [flags]")
 	}
 	switch args[0] {
 	case "quality":
@@ -37,6 +39,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return quality(ctx, *data, *work, out)
 	case "perf":
 		return perf(ctx, args[1:], out)
+	case "soak":
+		return soak(ctx, args[1:], out)
+	case "slowclients":
+		return slowClients(ctx, args[1:], out)
 	default:
 		return fmt.Errorf("unknown command %q (want quality or perf)", args[0])
 	}

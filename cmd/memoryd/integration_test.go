@@ -125,6 +125,9 @@ func startInProcessWith(t testing.TB, extra ...string) *deployment {
 type process struct {
 	grpcAddr, httpAddr string
 	logs               func() string // its log lines so far
+	// stop ends it with SIGTERM and requires a clean exit (also done at
+	// the end of the test).
+	stop func()
 }
 
 // freeAddr returns a loopback address nothing listens on right now.
@@ -198,17 +201,21 @@ func startBinary(t *testing.T, dataDir string, args ...string) process {
 		_ = cmd.Process.Kill()
 		t.Fatalf("memoryd %v did not start\n%s", args, dump())
 	}
-	t.Cleanup(func() {
-		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-		select {
-		case err := <-exited:
-			require.NoError(t, err, "memoryd %v should exit cleanly on SIGTERM\n%s", args, dump())
-			require.Contains(t, dump(), `"msg":"memoryd stopped"`)
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("memoryd %v did not stop on SIGTERM\n%s", args, dump())
-		}
-	})
+	var once sync.Once
+	p.stop = func() {
+		once.Do(func() {
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			select {
+			case err := <-exited:
+				require.NoError(t, err, "memoryd %v should exit cleanly on SIGTERM\n%s", args, dump())
+				require.Contains(t, dump(), `"msg":"memoryd stopped"`)
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Errorf("memoryd %v did not stop on SIGTERM\n%s", args, dump())
+			}
+		})
+	}
+	t.Cleanup(p.stop)
 	return p
 }
 

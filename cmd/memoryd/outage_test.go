@@ -2,18 +2,26 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	neturl "net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/blob/blobtest"
@@ -126,4 +134,231 @@ func TestObjectStoreOutage(t *testing.T) {
 	list, err := pa.ListProposals(ctx, &memoryv1.ListProposalsRequest{AgentId: "outage"})
 	require.NoError(t, err)
 	require.Len(t, list.GetProposals(), 2, "both acknowledged proposals survived, nothing else")
+}
+
+// TestStartsWithoutObjectStore: a process (re)started while the object
+// store is down starts and serves everything git can serve, health names
+// the degraded dependency, propose fails fast (≤ 1 s) with 503 +
+// Retry-After (REST) and UNAVAILABLE + RetryInfo (gRPC), and everything
+// resumes by itself once the store is back (issue #25 point 4).
+func TestStartsWithoutObjectStore(t *testing.T) {
+	minio := blobtest.NewMinIO(t)
+	url := fmt.Sprintf("s3://degraded/memory?endpoint=%s&secure=false", minio.Addr)
+	access, _ := blobtest.MinIOEnv("AWS_ACCESS_KEY_ID")
+	secret, _ := blobtest.MinIOEnv("AWS_SECRET_ACCESS_KEY")
+	s3Env := []string{"AWS_ACCESS_KEY_ID=" + access, "AWS_SECRET_ACCESS_KEY=" + secret}
+	dataDir := t.TempDir()
+	d := &deployment{dataDir: dataDir}
+	var tok string
+	var ctx context.Context
+	propose := func(pa memoryv1.ProposalApplyServiceClient, run, fact string) (*memoryv1.ProposeResponse, error) {
+		return pa.Propose(ctx, &memoryv1.ProposeRequest{AgentId: "degraded", RunId: run, Reasoning: "test", Updates: []*memoryv1.FileUpdate{
+			{File: "facts.md", Operation: memoryv1.Operation_OPERATION_APPEND, Section: "Ops", Content: fact}}})
+	}
+	applied := func(pa memoryv1.ProposalApplyServiceClient, id string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			resp, err := pa.GetProposal(ctx, &memoryv1.GetProposalRequest{ProposalId: id})
+			return err == nil && resp.GetProposal().GetStatus() == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED
+		}, 30*time.Second, 50*time.Millisecond, "proposal %s applied", id)
+	}
+
+	extraEnv = s3Env
+	first := startBinary(t, dataDir, "--target=all", "--objects-url", url, "--auto-approve-default")
+	extraEnv = nil
+	tok = token(t, d, auth.RoleAdmin, auth.RoleService, auth.RoleReviewer)
+	ctx = metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
+	pa := memoryv1.NewProposalApplyServiceClient(dial(t, first.grpcAddr))
+	before, err := pa.Propose(ctx, &memoryv1.ProposeRequest{AgentId: "degraded", RunId: "r1", Reasoning: "seed", Updates: []*memoryv1.FileUpdate{
+		{File: "snapshot.md", Operation: memoryv1.Operation_OPERATION_REPLACE, Content: "# Snapshot: degraded\n\nSeeded.\n"},
+		{File: "facts.md", Operation: memoryv1.Operation_OPERATION_APPEND, Section: "Ops", Content: "- written before the outage"}}})
+	require.NoError(t, err)
+	applied(pa, before.GetProposalId())
+	first.stop()
+	minio.Stop()
+
+	// It starts with the object store down.
+	extraEnv = s3Env
+	p := startBinary(t, dataDir, "--target=all", "--objects-url", url, "--auto-approve-default")
+	extraEnv = nil
+	d.httpAddr = p.httpAddr
+	conn := dial(t, p.grpcAddr)
+	pa = memoryv1.NewProposalApplyServiceClient(conn)
+	ca := memoryv1.NewContextAssemblyServiceClient(conn)
+	require.Contains(t, p.logs(), "object store unavailable", "a warning says what is missing")
+
+	// Everything git can serve is served.
+	read, err := ca.ReadMemory(ctx, &memoryv1.ReadMemoryRequest{AgentId: "degraded", Mode: memoryv1.ReadMode_READ_MODE_WIDE})
+	require.NoError(t, err)
+	require.Contains(t, fmt.Sprint(read.GetContent()), "written before the outage", "%v", read)
+	got, err := pa.GetProposal(ctx, &memoryv1.GetProposalRequest{ProposalId: before.GetProposalId()})
+	require.NoError(t, err, "proposals are read from the local index")
+	require.Equal(t, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED, got.GetProposal().GetStatus())
+
+	// Health: serving, with the object store named as degraded.
+	code, health := jsonCall(t, d, "GET", "/health", "", "")
+	require.Equal(t, http.StatusOK, code, health)
+	require.Equal(t, "SERVING", health["status"])
+	deps, _ := health["dependencies"].(map[string]any)
+	store, _ := deps["object-store"].(map[string]any)
+	require.Equal(t, "UNAVAILABLE", store["status"], "health names the degraded dependency: %v", health)
+	require.NotEmpty(t, store["error"])
+
+	// Propose fails fast, with when to retry.
+	for range 3 {
+		start := time.Now()
+		_, err = propose(pa, "r2", "- written during the outage")
+		require.Less(t, time.Since(start), time.Second, "propose fails within 1 s")
+		require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+		require.Equal(t, "OBJECT_STORE_UNAVAILABLE", apierr.Info(err).GetReason(), "%v", err)
+		var retry *errdetails.RetryInfo
+		for _, det := range status.Convert(err).Details() {
+			if ri, ok := det.(*errdetails.RetryInfo); ok {
+				retry = ri
+			}
+		}
+		require.NotNil(t, retry, "a RetryInfo says when to retry")
+		require.Positive(t, retry.GetRetryDelay().AsDuration())
+
+		start = time.Now()
+		r := edgeCall(t, d, "POST", "/memory/degraded/propose", strings.NewReader(
+			`{"runId":"r3","updates":[{"file":"facts.md","operation":"append","section":"Ops","content":"- via REST"}]}`), tok)
+		require.Less(t, time.Since(start), time.Second, "REST propose fails within 1 s")
+		require.Equal(t, http.StatusServiceUnavailable, r.status, r.raw)
+		require.NotEmpty(t, r.header.Get("Retry-After"), "every 503 says when to retry")
+	}
+
+	// A read replica following the repository starts too.
+	replica := startBinary(t, t.TempDir(), "--target=read", "--objects-url", url, "--auth-secret-file", filepath.Join(dataDir, "auth.secret"),
+		"--repo-mirror-url", filepath.Join(dataDir, "memory.git"), "--proposal-apply-addr", p.grpcAddr)
+	rread, err := memoryv1.NewContextAssemblyServiceClient(dial(t, replica.grpcAddr)).ReadMemory(ctx,
+		&memoryv1.ReadMemoryRequest{AgentId: "degraded", Mode: memoryv1.ReadMode_READ_MODE_WIDE})
+	require.NoError(t, err)
+	require.Contains(t, fmt.Sprint(rread.GetContent()), "written before the outage")
+
+	// The store comes back: writes resume by themselves, health clears.
+	require.NoError(t, minio.Start())
+	var after *memoryv1.ProposeResponse
+	require.Eventually(t, func() bool {
+		after, err = propose(pa, "r2", "- written after the outage")
+		return err == nil
+	}, 30*time.Second, 200*time.Millisecond)
+	applied(pa, after.GetProposalId())
+	require.Eventually(t, func() bool {
+		_, health := jsonCall(t, d, "GET", "/health", "", "")
+		deps, _ := health["dependencies"].(map[string]any)
+		store, _ := deps["object-store"].(map[string]any)
+		return store["status"] == "SERVING"
+	}, 10*time.Second, 100*time.Millisecond)
+	list, err := pa.ListProposals(ctx, &memoryv1.ListProposalsRequest{AgentId: "degraded"})
+	require.NoError(t, err)
+	require.Len(t, list.GetProposals(), 2, "the two acknowledged proposals, nothing else")
+}
+
+// mountSmallDisk mounts a tmpfs of size bytes on a new folder, unmounted
+// at the end of the test; it skips where mounting is not allowed.
+func mountSmallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small filesystem here (%v: %s)", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fillDisk writes a file until the filesystem is full and returns its path.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC)
+			break
+		}
+	}
+	// Small writes may still find room in partly used blocks; take those too.
+	for {
+		if _, err := f.Write(chunk[:512]); err != nil {
+			break
+		}
+	}
+	return path
+}
+
+// TestDiskFull: with the data dir's disk full, writes answer 503 with
+// Retry-After, nothing is half-written (git and the proposals are as
+// before), reads go on, and once space returns writes resume by themselves
+// (issue #25 point 4).
+func TestDiskFull(t *testing.T) {
+	dataDir := mountSmallDisk(t, "64m")
+	d := &deployment{dataDir: dataDir}
+	p := startBinary(t, dataDir, "--target=all", "--auto-approve-default")
+	d.httpAddr = p.httpAddr
+	tok := token(t, d, auth.RoleAdmin, auth.RoleService, auth.RoleReviewer)
+	propose := func(run, fact string) edgeResponse {
+		return edgeCall(t, d, "POST", "/memory/full-disk/propose", strings.NewReader(fmt.Sprintf(
+			`{"runId":%q,"updates":[{"file":"facts.md","operation":"append","section":"Ops","content":%q}]}`, run, fact)), tok)
+	}
+	applied := func(id string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			_, got := jsonCall(t, d, "GET", "/proposals/"+id, "", tok)
+			return got["status"] == "applied"
+		}, 30*time.Second, 50*time.Millisecond, "proposal %s applied", id)
+	}
+	seed := edgeCall(t, d, "POST", "/memory/full-disk/propose", strings.NewReader(
+		`{"runId":"r0","updates":[{"file":"snapshot.md","operation":"replace","content":"# Snapshot: full-disk\n\nSeeded.\n"},`+
+			`{"file":"facts.md","operation":"append","section":"Ops","content":"- written before the disk filled"}]}`), tok)
+	require.Equal(t, http.StatusOK, seed.status, seed.raw)
+	var first struct {
+		ProposalID string `json:"proposalId"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(seed.raw), &first))
+	applied(first.ProposalID)
+	head := revParse(t, filepath.Join(dataDir, "memory.git"), "main")
+	_, list := jsonCall(t, d, "GET", "/proposals?agent=full-disk", "", tok)
+	require.Len(t, list["proposals"], 1)
+
+	filler := fillDisk(t, dataDir)
+	for i := range 3 {
+		start := time.Now()
+		r := propose(fmt.Sprintf("r%d", i+1), "- written on a full disk")
+		require.Less(t, time.Since(start), time.Second, "a full disk is answered at once")
+		require.Equal(t, http.StatusServiceUnavailable, r.status, r.raw)
+		require.NotEmpty(t, r.header.Get("Retry-After"), r.raw)
+		require.Contains(t, r.err.Message, "disk is full", "the answer says what to fix")
+	}
+	// Nothing half-written: main and the proposals are as before, and the
+	// repository is sound.
+	require.Equal(t, head, revParse(t, filepath.Join(dataDir, "memory.git"), "main"))
+	_, list = jsonCall(t, d, "GET", "/proposals?agent=full-disk", "", tok)
+	require.Len(t, list["proposals"], 1, "no proposal was half-stored")
+	out, err := exec.Command("git", "--git-dir", filepath.Join(dataDir, "memory.git"), "fsck", "--no-progress").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	// Reads go on.
+	r := edgeCall(t, d, "GET", "/memory/full-disk/read?mode=wide", nil, tok)
+	require.Equal(t, http.StatusOK, r.status, r.raw)
+	require.Contains(t, r.raw, "written before the disk filled")
+
+	// Space returns: writes resume by themselves.
+	require.NoError(t, os.Remove(filler))
+	var after struct {
+		ProposalID string `json:"proposalId"`
+	}
+	require.Eventually(t, func() bool {
+		r := propose("r9", "- written after space returned")
+		return r.status == http.StatusOK && json.Unmarshal([]byte(r.raw), &after) == nil
+	}, 30*time.Second, 200*time.Millisecond)
+	applied(after.ProposalID)
+	r = edgeCall(t, d, "GET", "/memory/full-disk/read?mode=wide", nil, tok)
+	require.Contains(t, r.raw, "written after space returned")
 }

@@ -787,9 +787,23 @@ func edgePaths() map[string]any {
 func healthSchema() map[string]any {
 	return map[string]any{
 		"type":     "object",
-		"required": []any{"status", "services"},
+		"required": []any{"status", "services", "degraded", "dependencies"},
 		"properties": map[string]any{
-			"status": map[string]any{"type": "string", "enum": []any{"SERVING", "NOT_SERVING"}, "description": "SERVING when every service is, else NOT_SERVING."},
+			"status": map[string]any{"type": "string", "enum": []any{"SERVING", "NOT_SERVING"}, "description": "SERVING when every service is, else NOT_SERVING. A dependency that is down does not change it."},
+			"degraded": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
+				"description": "The dependencies that are down (e.g. object-store): the services serve what they can without them."},
+			"dependencies": map[string]any{
+				"type": "object",
+				"additionalProperties": map[string]any{
+					"type":     "object",
+					"required": []any{"status", "since"},
+					"properties": map[string]any{
+						"status": map[string]any{"type": "string", "enum": []any{"SERVING", "UNAVAILABLE"}},
+						"since":  map[string]any{"type": "string", "format": "date-time", "description": "When it entered this state."},
+						"error":  map[string]any{"type": "string", "description": "What took it down."},
+					},
+				},
+			},
 			"services": map[string]any{
 				"type": "object",
 				"additionalProperties": map[string]any{

@@ -230,7 +230,11 @@ func Build(in Input) (*Plan, error) {
 				Rationale: d.GetRationale(), Consequences: d.GetConsequences(), RunID: d.GetRunId(),
 			}, date)
 			if err != nil {
-				return nil, mdopsInvalid(i, "decision", err)
+				field := "decision"
+				if fe := (*mdops.FieldError)(nil); errors.As(err, &fe) {
+					field += "." + fe.Field
+				}
+				return nil, mdopsInvalid(i, field, err)
 			}
 			what = fmt.Sprintf("decision %q added", d.GetTitle())
 		default:

@@ -407,3 +407,6 @@ func PublicMessage(err error) string {
 		return "invalid token"
 	}
 }
+
+// CacheStats are the figures of the cache of verified tokens, for metrics.
+func (v *Verifier) CacheStats() lru.Stats { return v.verified.Stats() }

@@ -82,15 +82,22 @@ type ColdStart struct {
 	Procs []ProcStats `json:"procs"`
 }
 
-// deploy copies the data set to runDir/data and starts memoryd on it.
+// deploy copies the data set to runDir/data and starts memoryd on it. With
+// no data set (dataset "", m nil) memoryd starts on an empty data dir, as
+// the embedded default does on a first start (membench soak).
 func (h *harness) deploy(ctx context.Context, kind, dataset string, m *Manifest, runDir string) (*deployment, error) {
 	d := &deployment{dataDir: filepath.Join(runDir, "data"), manifest: m, bin: h.bin,
-		args: map[*process][]string{}, head: m.Head, maxRSS: h.maxRSS, runDir: runDir}
+		args: map[*process][]string{}, maxRSS: h.maxRSS, runDir: runDir}
+	if m != nil {
+		d.head = m.Head
+	}
 	if err := os.MkdirAll(d.dataDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := cloneDataset(dataset, d.dataDir); err != nil {
-		return nil, fmt.Errorf("copy data set: %w", err)
+	if dataset != "" {
+		if err := cloneDataset(dataset, d.dataDir); err != nil {
+			return nil, fmt.Errorf("copy data set: %w", err)
+		}
 	}
 	secretFile := filepath.Join(d.dataDir, "auth.secret")
 	secret, err := auth.LoadOrCreateSecret(secretFile)

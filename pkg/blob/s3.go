@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -22,13 +23,45 @@ type S3 struct {
 	client *minio.Client
 	bucket string
 	prefix string
+	region string
 }
 
 // NewS3 opens s3://bucket[/prefix]?endpoint=host:port&secure=false&region=…
 // with credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or the
 // files AWS_ACCESS_KEY_ID_FILE / AWS_SECRET_ACCESS_KEY_FILE name (lookupEnv;
-// never from the URL, so they never reach logs or /status/config).
+// never from the URL, so they never reach logs or /status/config), and
+// creates the bucket when it is missing.
 func NewS3(ctx context.Context, rawURL string, lookupEnv func(string) (string, bool)) (*S3, error) {
+	s, err := newS3(rawURL, lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	// A MinIO that has just started answers "not initialized" for a few
+	// seconds (compose and Kubernetes start both at once): wait it out.
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err = s.Probe(ctx)
+		if s3Code(err) != "XMinioServerNotInitialized" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("blob: s3 bucket %q: %w", s.bucket, err)
+		case <-time.After(wait):
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// s3Attempts is how many times the client tries a request: one retry for
+// a dropped connection, not minio-go's ten with back-off, which made every
+// call during an outage take seconds; Guard answers the rest.
+const s3Attempts = 2
+
+// newS3 parses the URL and builds the client without reaching the server.
+func newS3(rawURL string, lookupEnv func(string) (string, bool)) (*S3, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || !strings.EqualFold(u.Scheme, "s3") || u.Host == "" {
 		return nil, fmt.Errorf("%w: want s3://bucket[/prefix]?endpoint=host:port, got %q", ErrUnsupportedScheme, rawURL)
@@ -50,36 +83,34 @@ func NewS3(ctx context.Context, rawURL string, lookupEnv func(string) (string, b
 	if err != nil {
 		return nil, err
 	}
+	transport, err := minio.DefaultTransport(secure)
+	if err != nil {
+		return nil, fmt.Errorf("blob: s3 transport: %w", err)
+	}
+	// A server that accepts connections but does not answer must not hold
+	// callers for minutes.
+	transport.DialContext = (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	transport.ResponseHeaderTimeout = 30 * time.Second
 	client, err := minio.New(endpoint, &minio.Options{
-		Creds:  credentials.NewStaticV4(access, secret, ""),
-		Secure: secure,
-		Region: q.Get("region"),
+		Creds:      credentials.NewStaticV4(access, secret, ""),
+		Secure:     secure,
+		Region:     q.Get("region"),
+		Transport:  transport,
+		MaxRetries: s3Attempts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("blob: s3 client: %w", err)
 	}
-	s := &S3{client: client, bucket: u.Host, prefix: strings.Trim(u.Path, "/")}
+	s := &S3{client: client, bucket: u.Host, prefix: strings.Trim(u.Path, "/"), region: q.Get("region")}
 	if s.prefix != "" {
 		s.prefix += "/"
 	}
-	// A MinIO that has just started answers "not initialized" for a few
-	// seconds (compose and Kubernetes start both at once): wait it out.
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		err = s.ensureBucket(ctx, q.Get("region"))
-		if s3Code(err) != "XMinioServerNotInitialized" {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("blob: s3 bucket %q: %w", s.bucket, err)
-		case <-time.After(wait):
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
 	return s, nil
 }
+
+// Probe implements Prober: the server answers and the bucket exists
+// (created when missing).
+func (s *S3) Probe(ctx context.Context) error { return s.ensureBucket(ctx, s.region) }
 
 // Location implements Locator: s3://bucket/prefix/key, the object's name
 // for any S3 client (the endpoint is the store's own).

@@ -17,6 +17,7 @@ package commitmsg
 import (
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // UpdatePrefix starts the subject of every commit proposal-apply makes.
@@ -54,15 +55,27 @@ func Format(u Update) string {
 		b.WriteString("evicted: stale-fact\n")
 	}
 	for _, f := range u.EvictedFacts {
-		fmt.Fprintf(&b, "Evicted-Fact: %s\n", strings.ReplaceAll(f, "\n", " "))
+		fmt.Fprintf(&b, "Evicted-Fact: %s\n", flat(f))
 	}
 	for _, l := range u.FrozenLoops {
-		fmt.Fprintf(&b, "Frozen-Loop: %s\n", strings.ReplaceAll(l, "\n", " "))
+		fmt.Fprintf(&b, "Frozen-Loop: %s\n", flat(l))
 	}
 	if len(u.EntityRefs) > 0 {
-		fmt.Fprintf(&b, "Entity-Refs: %s\n", strings.Join(u.EntityRefs, ", "))
+		fmt.Fprintf(&b, "Entity-Refs: %s\n", flat(strings.Join(u.EntityRefs, ", ")))
 	}
 	return b.String()
+}
+
+// flat keeps a value on its own line: a line break (or any control
+// character) in it could otherwise forge a line of the message that Parse
+// believes, such as "human-edit: true" or another "Files:".
+func flat(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // oneLine keeps a reason on the Reason: line, whatever the agent sent.

@@ -19,12 +19,14 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/garden-bloom/memory/pkg/connlimit"
 	"github.com/garden-bloom/memory/pkg/telemetry"
 )
 
@@ -39,7 +41,8 @@ const (
 
 // Keepalive settings shared by server and client. The server's MinTime must
 // be <= the client's ping interval or the server would close the connection
-// with ENHANCE_YOUR_CALM ("too_many_pings").
+// with ENHANCE_YOUR_CALM ("too_many_pings"); a client pinging more often
+// than that is cut so.
 const (
 	keepaliveMinTime       = 10 * time.Second
 	serverKeepaliveTime    = 2 * time.Minute
@@ -47,6 +50,11 @@ const (
 	clientKeepaliveTime    = 30 * time.Second
 	clientKeepaliveTimeout = 10 * time.Second
 )
+
+// handshakeTimeout bounds a new connection's HTTP/2 preface and settings
+// (grpc-go's default is 120 s), as --http-read-header-timeout bounds an
+// HTTP request's headers.
+const handshakeTimeout = 10 * time.Second
 
 // instrumentationName identifies this package's own meters.
 const instrumentationName = "github.com/garden-bloom/memory/pkg/grpcserver"
@@ -79,6 +87,8 @@ type Options struct {
 	// before stopping, so load balancers polling health stop routing new
 	// work first. Zero skips the wait. It is bounded by Shutdown's ctx.
 	DrainDelay time.Duration
+	// Limits bound each client connection; nil means DefaultLimits().
+	Limits *Limits
 }
 
 // Server is a *grpc.Server with the standard memoryd wiring. Register
@@ -89,6 +99,8 @@ type Server struct {
 	health     *health.Server
 	drainDelay time.Duration
 	panics     metric.Int64Counter
+	refused    metric.Int64Counter
+	maxConns   int // per client IP; 0: none
 
 	mu       sync.Mutex
 	statuses map[string]bool // service -> serving; drives the overall "" status
@@ -113,6 +125,10 @@ func New(opts Options) *Server {
 	if opts.MaxSendMsgBytes <= 0 {
 		opts.MaxSendMsgBytes = DefaultMaxSendMsgBytes
 	}
+	limits := DefaultLimits()
+	if opts.Limits != nil {
+		limits = *opts.Limits
+	}
 	tel := opts.Telemetry
 
 	s := &Server{
@@ -121,6 +137,7 @@ func New(opts Options) *Server {
 		drainDelay: opts.DrainDelay,
 		statuses:   map[string]bool{},
 		stopping:   make(chan struct{}),
+		maxConns:   limits.MaxConnsPerIP,
 	}
 	// An instrument error only happens for invalid names, which are
 	// constants here; the returned counter is still a usable no-op.
@@ -128,6 +145,11 @@ func New(opts Options) *Server {
 		"rpc.server.panics",
 		metric.WithDescription("gRPC handler panics recovered and turned into Internal errors."),
 		metric.WithUnit("{panic}"),
+	)
+	s.refused, _ = tel.MeterProvider().Meter(instrumentationName).Int64Counter(
+		"rpc.server.connections_refused",
+		metric.WithDescription("gRPC connections closed when accepted, by reason (conn_limit: over --grpc-max-conns-per-ip)."),
+		metric.WithUnit("{connection}"),
 	)
 
 	unary := append([]grpc.UnaryServerInterceptor{
@@ -139,6 +161,7 @@ func New(opts Options) *Server {
 	stream := append([]grpc.StreamServerInterceptor{
 		streamRequestID,
 		streamErrorInfo,
+		openStreams(tel.MeterProvider()),
 		s.streamRecovery,
 		s.streamLogging,
 	}, opts.StreamInterceptors...)
@@ -171,9 +194,14 @@ func New(opts Options) *Server {
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			// Detect dead peers (e.g. a vanished NAT entry) so their
 			// streams do not pin resources forever.
-			Time:    serverKeepaliveTime,
-			Timeout: serverKeepaliveTimeout,
+			Time:                  serverKeepaliveTime,
+			Timeout:               serverKeepaliveTimeout,
+			MaxConnectionAge:      limits.MaxConnectionAge,
+			MaxConnectionAgeGrace: limits.MaxConnectionAgeGrace,
+			MaxConnectionIdle:     limits.MaxConnectionIdle,
 		}),
+		grpc.MaxConcurrentStreams(limits.MaxConcurrentStreams),
+		grpc.ConnectionTimeout(handshakeTimeout),
 	}
 	serverOpts = append(serverOpts, opts.ExtraServerOptions...)
 
@@ -231,6 +259,10 @@ func servingStatus(ok bool) healthgrpc.HealthCheckResponse_ServingStatus {
 // treat any error as a real failure.
 func (s *Server) Serve(lis net.Listener) error {
 	s.logger.Info("grpc server serving", slog.String("addr", lis.Addr().String()))
+	if s.maxConns > 0 {
+		refused := metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "conn_limit")))
+		lis = connlimit.NewListener(lis, s.maxConns, func(net.Addr) { s.refused.Add(context.Background(), 1, refused) })
+	}
 	err := s.grpc.Serve(lis)
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return nil

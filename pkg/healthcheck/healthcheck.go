@@ -31,16 +31,52 @@ type ServiceStatus struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// Report is the /health body.
-type Report struct {
-	// SERVING when every service is; NOT_SERVING otherwise.
-	Status   string                   `json:"status"`
-	Services map[string]ServiceStatus `json:"services"`
+// Dependency is something the services use but can serve without for a
+// while (the object store): its outage is reported, not a reason to stop
+// serving.
+type Dependency struct {
+	// Name shown in the report, e.g. "object-store".
+	Name string
+	// State says whether it is up, what took it down, and since when.
+	State func() (up bool, err error, since time.Time)
 }
 
-// Check asks every target in parallel, each within timeout.
-func Check(ctx context.Context, targets []Target, timeout time.Duration) Report {
-	rep := Report{Status: healthpb.HealthCheckResponse_SERVING.String(), Services: map[string]ServiceStatus{}}
+// DependencyStatus is one dependency's line of the report.
+type DependencyStatus struct {
+	// SERVING or UNAVAILABLE.
+	Status string    `json:"status"`
+	Since  time.Time `json:"since"`
+	Error  string    `json:"error,omitempty"`
+}
+
+// Report is the /health body.
+type Report struct {
+	// SERVING when every service is; NOT_SERVING otherwise. A dependency
+	// that is down does not change it: the services serve what they can.
+	Status   string                   `json:"status"`
+	Services map[string]ServiceStatus `json:"services"`
+	// Degraded lists the dependencies that are down.
+	Degraded     []string                    `json:"degraded"`
+	Dependencies map[string]DependencyStatus `json:"dependencies"`
+}
+
+// Check asks every target in parallel, each within timeout, and reads the
+// dependencies' states.
+func Check(ctx context.Context, targets []Target, deps []Dependency, timeout time.Duration) Report {
+	rep := Report{Status: healthpb.HealthCheckResponse_SERVING.String(), Services: map[string]ServiceStatus{},
+		Degraded: []string{}, Dependencies: map[string]DependencyStatus{}}
+	for _, d := range deps {
+		up, err, since := d.State()
+		st := DependencyStatus{Status: healthpb.HealthCheckResponse_SERVING.String(), Since: since.UTC()}
+		if !up {
+			st.Status = "UNAVAILABLE"
+			if err != nil {
+				st.Error = err.Error()
+			}
+			rep.Degraded = append(rep.Degraded, d.Name)
+		}
+		rep.Dependencies[d.Name] = st
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, t := range targets {
@@ -69,14 +105,14 @@ func Check(ctx context.Context, targets []Target, timeout time.Duration) Report 
 
 // Handler answers 200 with the report when every service is serving and 503
 // otherwise, so load balancers and people read the same signal.
-func Handler(targets []Target, timeout time.Duration) http.Handler {
+func Handler(targets []Target, deps []Dependency, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		rep := Check(r.Context(), targets, timeout)
+		rep := Check(r.Context(), targets, deps, timeout)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if rep.Status != healthpb.HealthCheckResponse_SERVING.String() {

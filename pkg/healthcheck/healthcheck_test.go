@@ -2,6 +2,7 @@ package healthcheck
 
 import (
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -38,9 +39,9 @@ func TestHandler(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = deadConn.Close() })
 
-	get := func(targets []Target) (int, Report) {
+	get := func(targets []Target, deps ...Dependency) (int, Report) {
 		rec := httptest.NewRecorder()
-		Handler(targets, time.Second).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+		Handler(targets, deps, time.Second).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
 		var rep Report
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &rep))
 		return rec.Code, rep
@@ -65,7 +66,18 @@ func TestHandler(t *testing.T) {
 	require.Equal(t, "UNREACHABLE", rep.Services["gone"].Status)
 	require.NotEmpty(t, rep.Services["gone"].Error)
 
+	// A dependency that is down is named, and the services still serve.
+	since := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	store := Dependency{Name: "object-store", State: func() (bool, error, time.Time) {
+		return false, errors.New("connection refused"), since
+	}}
+	code, rep = get([]Target{a}, store)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "SERVING", rep.Status)
+	require.Equal(t, []string{"object-store"}, rep.Degraded)
+	require.Equal(t, DependencyStatus{Status: "UNAVAILABLE", Since: since, Error: "connection refused"}, rep.Dependencies["object-store"])
+
 	rec := httptest.NewRecorder()
-	Handler(nil, time.Second).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/health", nil))
+	Handler(nil, nil, time.Second).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/health", nil))
 	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 }

@@ -17,6 +17,8 @@ type Cache[K comparable, V any] struct {
 	size  int64
 	order *list.List // front = most recently used; values are *entry[K, V]
 	items map[K]*list.Element
+	// What Stats reports: counted under mu, which every Get and Put holds.
+	hits, misses, evictions int64
 }
 
 type entry[K comparable, V any] struct {
@@ -36,9 +38,11 @@ func (c *Cache[K, V]) Get(k K) (V, bool) {
 	defer c.mu.Unlock()
 	el, ok := c.items[k]
 	if !ok {
+		c.misses++
 		var zero V
 		return zero, false
 	}
+	c.hits++
 	c.order.MoveToFront(el)
 	return el.Value.(*entry[K, V]).value, true
 }
@@ -67,6 +71,7 @@ func (c *Cache[K, V]) Put(k K, v V, cost int64) {
 		c.order.Remove(last)
 		delete(c.items, e.key)
 		c.size -= e.cost
+		c.evictions++
 	}
 }
 
@@ -82,4 +87,22 @@ func (c *Cache[K, V]) Cost() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.size
+}
+
+// Stats is what a cache holds and how it has been used since it was made.
+type Stats struct {
+	// Entries and Bytes are held now (Bytes is the total cost), of at most
+	// MaxBytes.
+	Entries         int
+	Bytes, MaxBytes int64
+	// Hits and Misses count Gets; Evictions counts values pushed out to
+	// make room (not values replaced under their key).
+	Hits, Misses, Evictions int64
+}
+
+// Stats returns the cache's figures, for metrics.
+func (c *Cache[K, V]) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Stats{Entries: len(c.items), Bytes: c.size, MaxBytes: c.max, Hits: c.hits, Misses: c.misses, Evictions: c.evictions}
 }

@@ -65,3 +65,19 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	require.LessOrEqual(t, c.Cost(), int64(1000))
 }
+
+func TestStatsCountHitsMissesEvictions(t *testing.T) {
+	c := New[string, int](100)
+	c.Put("a", 1, 25)
+	c.Put("b", 2, 25)
+	c.Get("a")
+	c.Get("a")
+	c.Get("zz")
+	c.Put("b", 3, 25) // replaced under its key: no eviction
+	c.Put("c", 4, 25)
+	c.Put("d", 5, 25)
+	c.Put("e", 6, 25) // 125 > 100: a, used before b's Put, goes
+	require.Equal(t, Stats{Entries: 4, Bytes: 100, MaxBytes: 100, Hits: 2, Misses: 1, Evictions: 1}, c.Stats())
+	c.Put("big", 7, 26) // over a quarter: not kept, nothing evicted
+	require.Equal(t, int64(1), c.Stats().Evictions)
+}

@@ -221,15 +221,15 @@ func AddDecision(md, agentID string, d Decision, date time.Time) (string, error)
 	date = startOfDay(date)
 	var err error
 	if d.Title, err = cleanTitle("decision title", d.Title); err != nil {
-		return "", err
+		return "", &FieldError{Field: "title", Err: err}
 	}
 	for _, f := range []struct {
-		name string
-		v    *string
-	}{{"status", &d.Status}, {"run id", &d.RunID}} {
+		name, field string
+		v           *string
+	}{{"status", "status", &d.Status}, {"run id", "runId", &d.RunID}} {
 		clean, err := Sanitize(*f.v)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", f.name, err)
+			return "", &FieldError{Field: f.field, Err: fmt.Errorf("%s: %w", f.name, err)}
 		}
 		*f.v = collapseSpace(clean)
 	}
@@ -241,7 +241,7 @@ func AddDecision(md, agentID string, d Decision, date time.Time) (string, error)
 		v    *string
 	}{{"context", &d.Context}, {"decision", &d.Decision}, {"rationale", &d.Rationale}, {"consequences", &d.Consequences}} {
 		if *f.v, err = cleanBlock(f.name, *f.v); err != nil {
-			return "", err
+			return "", &FieldError{Field: f.name, Err: err}
 		}
 	}
 	d.Date = date
@@ -286,6 +286,17 @@ func AddDecision(md, agentID string, d Decision, date time.Time) (string, error)
 	doc.insertBlock(pos, block)
 	return doc.render(), nil
 }
+
+// FieldError names the field of a Decision that was refused (its JSON
+// name: title, status, runId, context, decision, rationale, consequences),
+// so an API can point at it; the message is the cause's.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
 
 // cleanBlock validates a multi-line field value: sanitised, each line's
 // trailing space trimmed, blank edges dropped, and no line that would start

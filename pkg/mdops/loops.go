@@ -383,6 +383,9 @@ func OpenLoop(md, agentID, section, text, priority string, date time.Time) (out,
 	return d.render(), loopID, nil
 }
 
+// ValidLoopID reports whether id is a loop id CloseLoop accepts (loop_NNN).
+func ValidLoopID(id string) bool { return validLoopIDRe.MatchString(strings.TrimSpace(id)) }
+
 // CloseLoop closes the open loop loopID: its line (with any continuation
 // lines, which are dropped) is removed from where it is and re-added, in the
 // closed format, at the end of the Closed section, which is created at the

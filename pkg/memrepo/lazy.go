@@ -48,3 +48,11 @@ func (l *Lazy) Get() (*Repo, error) {
 	l.repo = r
 	return r, nil
 }
+
+// Opened returns the repository if it is open already, without opening it
+// (for metrics, which must not open it as a side effect).
+func (l *Lazy) Opened() (*Repo, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.repo, l.repo != nil
+}

@@ -1,12 +1,14 @@
 package proposalstore
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -34,6 +36,7 @@ func level(g segment) int {
 // compactor merges log segments in the background.
 type compactor struct {
 	blobs  blob.Store
+	idx    *index
 	logger *slog.Logger
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -43,9 +46,9 @@ type compactor struct {
 	segs []segment // in batch order, disjoint
 }
 
-func newCompactor(blobs blob.Store, logger *slog.Logger, segs []segment) *compactor {
+func newCompactor(blobs blob.Store, idx *index, logger *slog.Logger, segs []segment) *compactor {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &compactor{blobs: blobs, logger: logger, kick: make(chan struct{}, 1), cancel: cancel,
+	c := &compactor{blobs: blobs, idx: idx, logger: logger, kick: make(chan struct{}, 1), cancel: cancel,
 		done: make(chan struct{}), segs: segs}
 	go c.run(ctx)
 	c.poke()
@@ -112,25 +115,29 @@ func (c *compactor) due() []segment {
 
 // merge writes run as one segment, then deletes its inputs. A crash before
 // the deletes leaves inputs that the merged segment covers: Open ignores
-// and removes them.
+// and removes them. Segments are streamed through, so a merge holds a few
+// hundred lines however long the history.
 func (c *compactor) merge(ctx context.Context, run []segment) error {
-	var lines [][]byte
-	for _, g := range run {
-		more, err := readSegment(ctx, c.blobs, g)
-		if errors.Is(err, blob.ErrNotFound) {
+	out := segment{lo: run[0].lo, hi: run[len(run)-1].hi}
+	pr, pw := io.Pipe()
+	written := make(chan error, 1)
+	go func() {
+		err := c.writeMerged(ctx, run, pw)
+		pw.CloseWithError(err) // nil: EOF
+		written <- err
+	}()
+	_, err := c.blobs.Put(ctx, out.key(), pr, -1, blob.PutOptions{ContentType: "application/jsonl"})
+	pr.CloseWithError(errMergeAbandoned) // unblocks the writer when Put stopped early
+	if werr := <-written; werr != nil && !errors.Is(werr, errMergeAbandoned) {
+		var gone missingSegment
+		if errors.As(werr, &gone) {
 			// Deleted behind our back: it leaves the list, and the
 			// others wait for the next full run.
-			c.replace([]segment{g})
-			return err
+			c.replace([]segment{gone.g})
 		}
-		if err != nil {
-			return err
-		}
-		lines = append(lines, more...)
+		return werr
 	}
-	out := segment{lo: run[0].lo, hi: run[len(run)-1].hi}
-	data := mergeLines(lines)
-	if _, err := blob.PutBytes(ctx, c.blobs, out.key(), data, blob.PutOptions{ContentType: "application/jsonl"}); err != nil {
+	if err != nil {
 		return err
 	}
 	c.replace(run, out)
@@ -142,6 +149,57 @@ func (c *compactor) merge(ctx context.Context, run []segment) error {
 	return nil
 }
 
+var errMergeAbandoned = errors.New("merge abandoned")
+
+// missingSegment is a merge input that is no longer in the store.
+type missingSegment struct {
+	g   segment
+	err error
+}
+
+func (m missingSegment) Error() string { return m.err.Error() }
+func (m missingSegment) Unwrap() error { return m.err }
+
+// mergeChunk is how many lines a merge checks against the index at once.
+const mergeChunk = 256
+
+// writeMerged writes the lines of run that are still the newest version
+// of their proposal (index.keep) to w, in order.
+func (c *compactor) writeMerged(ctx context.Context, run []segment, w io.Writer) error {
+	var chunk [][]byte
+	flush := func() error {
+		keep, err := c.idx.keep(chunk)
+		if err != nil {
+			return fmt.Errorf("proposalstore: index: %w", err)
+		}
+		for i, line := range chunk {
+			if keep[i] {
+				if _, err := w.Write(append(line, '\n')); err != nil {
+					return err
+				}
+			}
+		}
+		chunk = chunk[:0]
+		return nil
+	}
+	for _, g := range run {
+		err := readSegment(ctx, c.blobs, g, func(line []byte) error {
+			chunk = append(chunk, bytes.Clone(line))
+			if len(chunk) < mergeChunk {
+				return nil
+			}
+			return flush()
+		})
+		if errors.Is(err, blob.ErrNotFound) {
+			return missingSegment{g: g, err: err}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return flush()
+}
+
 // replace puts with in the place of the consecutive segments old.
 func (c *compactor) replace(old []segment, with ...segment) {
 	c.mu.Lock()
@@ -150,50 +208,18 @@ func (c *compactor) replace(old []segment, with ...segment) {
 	c.segs = slices.Replace(c.segs, i, i+len(old), with...)
 }
 
-// splitLines returns the non-empty lines of data.
-func splitLines(data []byte) [][]byte {
-	var out [][]byte
-	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
-		if len(line) > 0 {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-// mergeLines keeps the last line of every proposal, in the order of those
-// last lines. Lines whose proposal id cannot be read are kept as they are
-// (Open logs them), so a merge never loses anything.
-func mergeLines(lines [][]byte) []byte {
-	last := make(map[string]int, len(lines))
-	ids := make([]string, len(lines))
-	for i, line := range lines {
-		if id, ok := lineID(line); ok {
-			ids[i] = id
-			last[id] = i
-		}
-	}
-	var buf bytes.Buffer
-	for i, line := range lines {
-		if ids[i] == "" || last[ids[i]] == i {
-			buf.Write(line)
-			buf.WriteByte('\n')
-		}
-	}
-	return buf.Bytes()
-}
-
-// lineID returns the proposal id of a log line.
-func lineID(line []byte) (string, bool) {
+// lineKey returns the proposal id and rev of a log line.
+func lineKey(line []byte) (id string, rev uint64, ok bool) {
 	var doc struct {
+		Rev      uint64 `json:"rev"`
 		Proposal struct {
 			ProposalID string `json:"proposalId"`
 		} `json:"proposal"`
 	}
 	if json.Unmarshal(line, &doc) != nil || doc.Proposal.ProposalID == "" {
-		return "", false
+		return "", 0, false
 	}
-	return doc.Proposal.ProposalID, true
+	return doc.Proposal.ProposalID, doc.Rev, true
 }
 
 // liveSegments orders the segments found in the store and returns those to
@@ -218,11 +244,36 @@ func liveSegments(found []segment) (live, covered []segment) {
 	return live, covered
 }
 
-// readSegment reads one segment's lines.
-func readSegment(ctx context.Context, blobs blob.Store, g segment) ([][]byte, error) {
-	data, _, err := blob.GetBytes(ctx, blobs, g.key())
+// readSegment streams one segment's non-empty lines to fn; a line is
+// valid only during the call.
+func readSegment(ctx context.Context, blobs blob.Store, g segment, fn func(line []byte) error) error {
+	rc, _, err := blobs.Get(ctx, g.key())
 	if err != nil {
-		return nil, fmt.Errorf("proposalstore: read %s: %w", g.key(), err)
+		return fmt.Errorf("proposalstore: read %s: %w", g.key(), err)
 	}
-	return splitLines(data), nil
+	defer rc.Close()
+	r := bufio.NewReaderSize(rc, 64<<10)
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A document longer than the buffer: gather it whole.
+			long := bytes.Clone(line)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if l := bytes.TrimSuffix(line, []byte{'\n'}); len(l) > 0 {
+			if ferr := fn(l); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("proposalstore: read %s: %w", g.key(), err)
+		}
+	}
 }

@@ -53,11 +53,11 @@ func parseSegmentKey(key string) (segment, bool) {
 	return segment{lo: lo, hi: hi}, true
 }
 
-// writeBatch is the lines that go into one segment, and their outcome.
+// writeBatch is the documents that go into one segment, and their outcome.
 type writeBatch struct {
-	lines [][]byte
-	done  bool
-	err   error
+	entries []entry
+	done    bool
+	err     error
 }
 
 // groupLog writes lines in batches: the first writer to find no write
@@ -70,26 +70,28 @@ type groupLog struct {
 	writing bool
 	filling *writeBatch // accepting lines; written by the next leader
 	next    uint64      // the next batch number
-	added   func(segment)
+	// written is told of every segment stored, with its documents, before
+	// the writers that share it return.
+	written func(segment, []entry)
 }
 
-func newGroupLog(blobs blob.Store, next uint64, added func(segment)) *groupLog {
-	l := &groupLog{blobs: blobs, next: next, added: added}
+func newGroupLog(blobs blob.Store, next uint64, written func(segment, []entry)) *groupLog {
+	l := &groupLog{blobs: blobs, next: next, written: written}
 	l.cond = sync.NewCond(&l.mu)
 	return l
 }
 
-// append durably writes line (one document, no newline) and returns once
-// the segment holding it is stored. The write is not cancelled with ctx:
-// other callers' lines share it.
-func (l *groupLog) append(line []byte) error {
+// append durably writes e's line (one document, no newline) and returns
+// once the segment holding it is stored. The write is not cancelled with
+// ctx: other callers' lines share it.
+func (l *groupLog) append(e entry) error {
 	l.mu.Lock()
 	b := l.filling
 	if b == nil {
 		b = &writeBatch{}
 		l.filling = b
 	}
-	b.lines = append(b.lines, line)
+	b.entries = append(b.entries, e)
 	for l.writing && !b.done {
 		l.cond.Wait()
 	}
@@ -103,13 +105,16 @@ func (l *groupLog) append(line []byte) error {
 	l.next++ // also after a failure: a failed write may still have landed
 	l.mu.Unlock()
 
-	data := bytes.Join(b.lines, []byte{'\n'})
-	data = append(data, '\n')
-	_, err := blob.PutBytes(context.Background(), l.blobs, seg.key(), data, blob.PutOptions{ContentType: "application/jsonl"})
+	var data bytes.Buffer
+	for _, e := range b.entries {
+		data.Write(e.line)
+		data.WriteByte('\n')
+	}
+	_, err := blob.PutBytes(context.Background(), l.blobs, seg.key(), data.Bytes(), blob.PutOptions{ContentType: "application/jsonl"})
 	if err != nil {
 		err = fmt.Errorf("proposalstore: write %s: %w", seg.key(), err)
 	} else {
-		l.added(seg)
+		l.written(seg, b.entries)
 	}
 
 	l.mu.Lock()

@@ -184,8 +184,15 @@ func TestUnreadableLineSkippedAndKept(t *testing.T) {
 	s := newStore(t, bs)
 	require.Equal(t, 1, s.Len())
 
-	merged := string(mergeLines(append(lines, good)))
-	require.Equal(t, "{broken\n"+string(good)+"\n", merged)
+	// A merge keeps the broken line and the proposal's newest version, and
+	// drops an older version.
+	older := r.Clone()
+	older.Proposal.Message = "an older version"
+	olderLine, err := encode(older)
+	require.NoError(t, err)
+	keep, err := s.idx.keep([][]byte{lines[0], olderLine, good})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false, true}, keep)
 }
 
 func TestSegmentKeys(t *testing.T) {

@@ -1,8 +1,10 @@
 // Package proposalstore keeps proposals durable as JSON documents in the
 // object store, so the write plane can move to any host once the store is
 // MinIO: a log of whole documents, written in batches (log.go). A proposal
-// or a change of it is acknowledged only after it is durably written; an
-// in-memory index, rebuilt from the log at start-up, answers queries.
+// or a change of it is acknowledged only after it is durably written. A
+// local index on disk (index.go), brought up to date from the log at
+// start-up, answers queries, so memory does not grow with history: the
+// process holds only proposals being written or applied.
 package proposalstore
 
 import (
@@ -14,9 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -32,6 +34,9 @@ const Prefix = "proposals/"
 // Sentinel errors.
 var (
 	ErrNotFound = errors.New("proposal not found")
+	// ErrIndexUnavailable: a write reached the log but the local index
+	// could not take it in (a full disk); writes are refused until it can.
+	ErrIndexUnavailable = errors.New("proposal index unavailable")
 )
 
 // Record is a stored proposal: the public proposal plus what the apply engine
@@ -43,11 +48,15 @@ type Record struct {
 	BaseCommit string
 	// BaseVersion is the agent's meta.json version at BaseCommit.
 	BaseVersion int32
+	// Rev counts the durable writes of the proposal (1 = created); the
+	// index and log merges keep the highest. 0 in documents written before
+	// revs existed.
+	Rev uint64
 }
 
 // Clone returns a deep copy.
 func (r *Record) Clone() *Record {
-	return &Record{Proposal: proto.Clone(r.Proposal).(*memoryv1.Proposal), BaseCommit: r.BaseCommit, BaseVersion: r.BaseVersion}
+	return &Record{Proposal: proto.Clone(r.Proposal).(*memoryv1.Proposal), BaseCommit: r.BaseCommit, BaseVersion: r.BaseVersion, Rev: r.Rev}
 }
 
 // document is the JSON shape on disk; the proposal keeps the API's JSON form
@@ -57,6 +66,7 @@ type document struct {
 	Proposal    json.RawMessage `json:"proposal"`
 	BaseCommit  string          `json:"baseCommit,omitempty"`
 	BaseVersion int32           `json:"baseVersion"`
+	Rev         uint64          `json:"rev,omitempty"`
 }
 
 // encode returns the document as one line of JSON.
@@ -66,7 +76,7 @@ func encode(r *Record) ([]byte, error) {
 		return nil, err
 	}
 	// Marshal compacts the raw proposal too: one line.
-	return json.Marshal(document{Schema: 1, Proposal: p, BaseCommit: r.BaseCommit, BaseVersion: r.BaseVersion})
+	return json.Marshal(document{Schema: 1, Proposal: p, BaseCommit: r.BaseCommit, BaseVersion: r.BaseVersion, Rev: r.Rev})
 }
 
 func decode(data []byte) (*Record, error) {
@@ -81,99 +91,137 @@ func decode(data []byte) (*Record, error) {
 	if err := protojson.Unmarshal(doc.Proposal, p); err != nil {
 		return nil, err
 	}
-	return &Record{Proposal: p, BaseCommit: doc.BaseCommit, BaseVersion: doc.BaseVersion}, nil
+	return &Record{Proposal: p, BaseCommit: doc.BaseCommit, BaseVersion: doc.BaseVersion, Rev: doc.Rev}, nil
 }
 
-// Store is the durable proposal store with its in-memory index.
+// Store is the durable proposal store over its on-disk index.
 type Store struct {
 	logger *slog.Logger
 
 	locks [64]sync.Mutex // per-proposal write locks, striped by id
 
+	blobs     blob.Store
+	indexPath string
+	idx       *index
+	// log and compact start once the log has been read: at Open, or at the
+	// first write after an object store outage at Open (behind).
 	log     *groupLog
 	compact *compactor
+	behind  atomic.Bool
+	catchMu sync.Mutex
 
-	mu      sync.RWMutex
-	byID    map[string]*Record
-	byAgent map[string][]string // proposal ids in creation (= id) order
-	idem    map[string]string   // idempotency key -> proposal id
+	mu sync.Mutex
+	// marked holds transient states (Mark) until the proposal's next
+	// durable write: only proposals being applied.
+	marked map[string]*Record
+	// reserved maps an idempotency key to the id whose Create is writing it.
+	reserved map[string]string
+	// unindexed holds what reached the log but not the index (its write
+	// failed), newest version per id, until repair takes it in: at most one
+	// batch, since writes are refused meanwhile.
+	unindexed      map[string]entry
+	unindexedBatch uint64
+	count          int
+	awaiting       map[waitKey]int
 }
 
-// Open loads every proposal: the documents earlier versions wrote, then the
-// log in batch order. Close stops its background merges.
-func Open(ctx context.Context, blobs blob.Store, logger *slog.Logger) (*Store, error) {
-	s := &Store{logger: logger, byID: map[string]*Record{}, byAgent: map[string][]string{}, idem: map[string]string{}}
-	var found []segment
-	for info, err := range blobs.List(ctx, Prefix) {
-		if err != nil {
-			return nil, fmt.Errorf("proposalstore: list: %w", err)
-		}
-		if g, ok := parseSegmentKey(info.Key); ok {
-			found = append(found, g)
-			continue
-		}
-		data, _, err := blob.GetBytes(ctx, blobs, info.Key)
-		if err != nil {
-			return nil, fmt.Errorf("proposalstore: read %s: %w", info.Key, err)
-		}
-		s.load(info.Key, data)
-	}
-	live, covered := liveSegments(found)
-	next := uint64(0)
-	for _, g := range live {
-		lines, err := readSegment(ctx, blobs, g)
-		if err != nil {
-			return nil, err
-		}
-		for _, line := range lines {
-			s.load(g.key(), line)
-		}
-		next = g.hi + 1
-	}
-	for _, g := range covered {
-		if err := blobs.Delete(ctx, g.key()); err != nil {
-			logger.Warn("merged proposal log segment not deleted", "key", g.key(), "err", err)
-		}
-	}
-	for agent := range s.byAgent {
-		slices.Sort(s.byAgent[agent])
-	}
-	s.compact = newCompactor(blobs, logger, live)
-	s.log = newGroupLog(blobs, next, s.compact.add)
-	return s, nil
+// written takes a batch the log just stored into the index, with the
+// in-memory counts, and hands the segment to the merges; the log calls it
+// before its writers return. When the
+// index cannot take it, the batch is kept in memory and writes are refused
+// until repair succeeds: what was acknowledged stays readable.
+func (s *Store) written(seg segment, batch []entry) {
+	s.index(seg, batch)
+	s.compact.add(seg)
 }
 
-// load indexes one document; a later one of the same proposal replaces it.
-func (s *Store) load(where string, data []byte) {
-	rec, err := decode(data)
-	if err != nil {
-		// A document we cannot read is kept aside, not silently dropped.
-		s.logger.Error("unreadable proposal document left in place", "key", where, "err", err)
+func (s *Store) index(seg segment, batch []entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unindexed) > 0 {
+		// Writes admitted before the index failed: they join what waits
+		// for the repair (bounded by the writes in flight).
+		for _, e := range batch {
+			s.unindexed[e.rec.Proposal.GetProposalId()] = e
+		}
+		s.unindexedBatch = seg.hi
 		return
 	}
-	s.index(rec)
+	changes, err := s.idx.put(batch, &seg.hi, false)
+	if err != nil {
+		s.logger.Error("proposal index write failed: writes are refused until it works again", "segment", seg.key(), "err", err)
+		for _, e := range batch {
+			s.unindexed[e.rec.Proposal.GetProposalId()] = e
+		}
+		s.unindexedBatch = seg.hi
+		return
+	}
+	s.counted(changes)
 }
 
-// Close stops the log's background merges.
-func (s *Store) Close() { s.compact.close() }
+// counted updates the in-memory counts; the caller holds mu.
+func (s *Store) counted(changes []change) {
+	for _, c := range changes {
+		if c.added {
+			s.count++
+		}
+		if c.known && awaitsReview(c.before.status) {
+			k := waitKey{c.before.agent, c.before.reason}
+			if s.awaiting[k]--; s.awaiting[k] <= 0 {
+				delete(s.awaiting, k)
+			}
+		}
+		if awaitsReview(c.now.status) {
+			s.awaiting[waitKey{c.now.agent, c.now.reason}]++
+		}
+	}
+}
+
+// writable catches up with the log after an outage at Open and repairs
+// the index if a write to it failed, or says why writes are refused.
+func (s *Store) writable() error {
+	if s.behind.Load() {
+		if err := s.resume(); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unindexed) == 0 {
+		return nil
+	}
+	batch := make([]entry, 0, len(s.unindexed))
+	for _, e := range s.unindexed {
+		batch = append(batch, e)
+	}
+	through := s.unindexedBatch
+	changes, err := s.idx.put(batch, &through, false)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrIndexUnavailable, err)
+	}
+	s.counted(changes)
+	clear(s.unindexed)
+	s.logger.Info("proposal index repaired: writes accepted again", "documents", len(batch))
+	return nil
+}
+
+// Close stops the log's background merges and closes the index.
+func (s *Store) Close() {
+	s.catchMu.Lock()
+	defer s.catchMu.Unlock()
+	if s.compact != nil {
+		s.compact.close()
+	}
+	if err := s.idx.close(); err != nil {
+		s.logger.Warn("closing the proposal index", "err", err)
+	}
+}
 
 func idemKey(p *memoryv1.Proposal) string {
 	if p.GetIdempotencyKey() == "" {
 		return ""
 	}
 	return p.GetAgentId() + "\x00" + p.GetRunId() + "\x00" + p.GetIdempotencyKey()
-}
-
-// index adds rec to the maps; the caller holds mu (or is Open).
-func (s *Store) index(rec *Record) {
-	id := rec.Proposal.GetProposalId()
-	if _, ok := s.byID[id]; !ok {
-		s.byAgent[rec.Proposal.GetAgentId()] = append(s.byAgent[rec.Proposal.GetAgentId()], id)
-	}
-	s.byID[id] = rec
-	if k := idemKey(rec.Proposal); k != "" {
-		s.idem[k] = id
-	}
 }
 
 func (s *Store) lockFor(id string) *sync.Mutex {
@@ -184,59 +232,65 @@ func (s *Store) lockFor(id string) *sync.Mutex {
 	return &s.locks[h%uint32(len(s.locks))]
 }
 
-// NewID returns a new proposal id, "proposal_" + 26 lowercase base32
-// characters whose first 10 encode the creation time, so ids sort by age.
-func NewID(now time.Time) string {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
-	_, _ = rand.Read(b[6:])
-	return "proposal_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
-}
-
 // Create durably stores a new proposal. When a proposal with the same agent,
 // run and idempotency key exists, it returns that one and created=false.
 func (s *Store) Create(ctx context.Context, rec *Record) (_ *Record, created bool, err error) {
-	key := idemKey(rec.Proposal)
-	s.mu.Lock()
-	if id, ok := s.idem[key]; ok && key != "" {
-		existing := s.byID[id]
-		s.mu.Unlock()
-		if existing == nil { // reserved by a concurrent Create still writing
-			return s.waitFor(ctx, id)
-		}
-		return existing.Clone(), false, nil
-	}
-	if key != "" {
-		s.idem[key] = rec.Proposal.GetProposalId() // reserve before the slow write
-	}
-	s.mu.Unlock()
-
-	if err := s.persist(ctx, rec); err != nil {
-		if key != "" {
-			s.mu.Lock()
-			delete(s.idem, key)
-			s.mu.Unlock()
-		}
+	if err := s.writable(); err != nil {
 		return nil, false, err
 	}
-	s.mu.Lock()
-	s.index(rec.Clone())
-	s.mu.Unlock()
-	return rec.Clone(), true, nil
+	key := idemKey(rec.Proposal)
+	if key != "" {
+		for {
+			existing, writing, err := s.reserve(key, rec.Proposal.GetProposalId())
+			if err != nil {
+				return nil, false, err
+			}
+			if existing != "" {
+				got, err := s.Get(existing)
+				return got, false, err
+			}
+			if writing == "" {
+				break // reserved for us
+			}
+			// A concurrent Create of the same key is writing: wait for it.
+			select {
+			case <-ctx.Done():
+				return nil, false, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		defer func() {
+			s.mu.Lock()
+			delete(s.reserved, key)
+			s.mu.Unlock()
+		}()
+	}
+	rec = rec.Clone()
+	rec.Rev = 1
+	if err := s.persist(ctx, rec); err != nil {
+		return nil, false, err
+	}
+	return rec, true, nil
 }
 
-// waitFor waits for a concurrent Create of the same idempotency key.
-func (s *Store) waitFor(ctx context.Context, id string) (*Record, bool, error) {
-	for {
-		if rec, err := s.Get(id); err == nil {
-			return rec, false, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+// reserve returns the proposal that holds key, or the id a concurrent
+// Create is writing it under, or reserves key for id (both "").
+func (s *Store) reserve(key, id string) (existing, writing string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.reserved[key]; ok {
+		return "", w, nil
+	}
+	for _, e := range s.unindexed {
+		if idemKey(e.rec.Proposal) == key {
+			return e.rec.Proposal.GetProposalId(), "", nil
 		}
 	}
+	if existing, err = s.idx.idemID(key); err != nil || existing != "" {
+		return existing, "", err
+	}
+	s.reserved[key] = id
+	return "", "", nil
 }
 
 func (s *Store) persist(ctx context.Context, rec *Record) error {
@@ -247,23 +301,41 @@ func (s *Store) persist(ctx context.Context, rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("proposalstore: encode: %w", err)
 	}
-	return s.log.append(data)
+	return s.log.append(entry{rec: rec.Clone(), line: data})
 }
 
 // Get returns a copy of the proposal.
 func (s *Store) Get(id string) (*Record, error) {
-	s.mu.RLock()
-	rec, ok := s.byID[id]
-	s.mu.RUnlock()
-	if !ok {
+	s.mu.Lock()
+	if r, ok := s.marked[id]; ok {
+		s.mu.Unlock()
+		return r.Clone(), nil
+	}
+	if e, ok := s.unindexed[id]; ok {
+		s.mu.Unlock()
+		return e.rec.Clone(), nil
+	}
+	s.mu.Unlock()
+	data, err := s.idx.get(id)
+	if err != nil {
+		return nil, fmt.Errorf("proposalstore: index: %w", err)
+	}
+	if data == nil {
 		return nil, ErrNotFound
 	}
-	return rec.Clone(), nil
+	rec, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("proposalstore: %s: %w", id, err)
+	}
+	return rec, nil
 }
 
 // Update applies fn to a copy of the proposal and durably stores the result;
 // fn's error aborts the update. Updates of one proposal are serialised.
 func (s *Store) Update(ctx context.Context, id string, fn func(*Record) error) (*Record, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
 	l := s.lockFor(id)
 	l.Lock()
 	defer l.Unlock()
@@ -274,18 +346,20 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Record) error) (
 	if err := fn(rec); err != nil {
 		return nil, err
 	}
+	rec.Rev++
 	if err := s.persist(ctx, rec); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.index(rec.Clone())
+	delete(s.marked, id)
 	s.mu.Unlock()
 	return rec, nil
 }
 
-// Mark applies fn to the in-memory copy only, without writing the document:
-// for transient states (applying) whose loss in a crash is harmless because
-// recovery derives them again from git.
+// Mark applies fn to a copy held in memory only, without writing the
+// document: for transient states (applying) whose loss in a crash is
+// harmless because recovery derives them again from git. The copy is
+// dropped at the proposal's next Update.
 func (s *Store) Mark(id string, fn func(*Record)) (*Record, error) {
 	l := s.lockFor(id)
 	l.Lock()
@@ -296,7 +370,7 @@ func (s *Store) Mark(id string, fn func(*Record)) (*Record, error) {
 	}
 	fn(rec)
 	s.mu.Lock()
-	s.index(rec.Clone())
+	s.marked[id] = rec.Clone()
 	s.mu.Unlock()
 	return rec, nil
 }
@@ -320,59 +394,65 @@ func (s *Store) List(q Query) ([]*Record, string, error) {
 	if q.PageToken != "" && !strings.HasPrefix(q.PageToken, "proposal_") {
 		return nil, "", fmt.Errorf("invalid page token")
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	transient := make(map[string]memoryv1.ProposalStatus, len(s.marked))
+	for id, r := range s.marked {
+		transient[id] = r.Proposal.GetStatus()
+	}
+	s.mu.Unlock()
 	var ids []string
-	agents := q.Agents
-	if agents == nil {
-		for a := range s.byAgent {
-			agents = append(agents, a)
+	err := s.idx.list(q.Agents, q.PageToken, func(l listed) bool {
+		st := l.status
+		if t, ok := transient[l.id]; ok {
+			st = t
 		}
+		if q.Status == memoryv1.ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED || st == q.Status {
+			ids = append(ids, l.id)
+		}
+		return len(ids) <= q.PageSize // one more than a page: is there a next one?
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("proposalstore: index: %w", err)
 	}
-	for _, a := range agents {
-		ids = append(ids, s.byAgent[a]...)
+	next := ""
+	if len(ids) > q.PageSize {
+		ids = ids[:q.PageSize]
+		next = ids[len(ids)-1]
 	}
-	slices.Sort(ids)
-	slices.Reverse(ids)
-	var out []*Record
+	out := make([]*Record, 0, len(ids))
 	for _, id := range ids {
-		if q.PageToken != "" && id >= q.PageToken {
-			continue
+		rec, err := s.Get(id)
+		if err != nil {
+			return nil, "", err
 		}
-		rec := s.byID[id]
-		if q.Status != memoryv1.ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED && rec.Proposal.GetStatus() != q.Status {
-			continue
-		}
-		if len(out) == q.PageSize {
-			return out, out[len(out)-1].Proposal.GetProposalId(), nil
-		}
-		out = append(out, rec.Clone())
+		out = append(out, rec)
 	}
-	return out, "", nil
+	return out, next, nil
 }
 
-// WithStatus returns every proposal in one of the statuses, oldest first
-// (the order the engine recovers them in).
-func (s *Store) WithStatus(statuses ...memoryv1.ProposalStatus) []*Record {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []*Record
-	for _, rec := range s.byID {
-		if slices.Contains(statuses, rec.Proposal.GetStatus()) {
-			out = append(out, rec.Clone())
-		}
+// WithStatus returns every unfinished proposal in one of the statuses,
+// oldest first (the order the engine recovers them in).
+func (s *Store) WithStatus(statuses ...memoryv1.ProposalStatus) ([]*Record, error) {
+	docs, err := s.idx.unfinished(statuses)
+	if err != nil {
+		return nil, fmt.Errorf("proposalstore: index: %w", err)
 	}
-	slices.SortFunc(out, func(a, b *Record) int {
-		return strings.Compare(a.Proposal.GetProposalId(), b.Proposal.GetProposalId())
-	})
-	return out
+	out := make([]*Record, 0, len(docs))
+	for _, d := range docs {
+		rec, err := decode(d)
+		if err != nil {
+			return nil, fmt.Errorf("proposalstore: %w", err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
 }
 
 // Len is the number of proposals (for metrics).
 func (s *Store) Len() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.byID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
 }
 
 // Waiting is how many proposals of one agent wait for a person for one reason.
@@ -385,22 +465,33 @@ type Waiting struct {
 // AwaitingReview counts the proposals that wait for a person (pending or
 // needs-review), by agent and reason, for the awaiting-review metric.
 func (s *Store) AwaitingReview() []Waiting {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	type key struct {
-		agent  string
-		reason memoryv1.StatusReason
-	}
-	counts := map[key]int{}
-	for _, rec := range s.byID {
-		switch rec.Proposal.GetStatus() {
-		case memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, memoryv1.ProposalStatus_PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW:
-			counts[key{rec.Proposal.GetAgentId(), rec.Proposal.GetReason()}]++
-		}
-	}
-	out := make([]Waiting, 0, len(counts))
-	for k, n := range counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Waiting, 0, len(s.awaiting))
+	for k, n := range s.awaiting {
 		out = append(out, Waiting{Agent: k.agent, Reason: k.reason, Count: n})
 	}
 	return out
 }
+
+// NewID returns a new proposal id, "proposal_" + 26 lowercase base32
+// characters whose first 10 encode the creation time, so ids sort by age
+// (List is newest first by id). The alphabet is base32's "extended hex"
+// one, 0-9 then a-v, which sorts like the values it encodes; the standard
+// one (a-z then 2-7) does not, and ids a few milliseconds apart sorted
+// the wrong way round half of the time (membench soak, issue #25).
+func NewID(now time.Time) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
+	_, _ = rand.Read(b[6:])
+	return "proposal_" + strings.ToLower(idEncoding.EncodeToString(b[:]))
+}
+
+// idEncoding writes ids: base32's "extended hex" alphabet (0-9, a-v)
+// keeps the byte order, so ids sort as text in time order. Ids written
+// before used the standard alphabet (a-z, 2-7), whose text order is not
+// its value order; the index orders both by what they encode (ageKey).
+var (
+	idEncoding       = base32.HexEncoding.WithPadding(base32.NoPadding)
+	legacyIDEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+)

@@ -30,7 +30,7 @@ func fsBlobs(t testing.TB) blob.Store {
 
 func newStore(t testing.TB, bs blob.Store) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), bs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := Open(context.Background(), bs, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	return s
@@ -152,7 +152,23 @@ func TestListNewestFirstPagedAndFiltered(t *testing.T) {
 	_, _, err = s.List(Query{PageToken: "garbage"})
 	require.Error(t, err)
 
-	require.Len(t, s.WithStatus(memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING), 4)
+	pending, err := s.WithStatus(memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING)
+	require.NoError(t, err)
+	require.Len(t, pending, 4)
+
+	// Several agents' lists are merged newest first, paged the same way.
+	both, next, err := s.List(Query{Agents: []string{"b", "a"}, PageSize: 5})
+	require.NoError(t, err)
+	require.Len(t, both, 5)
+	rest, last, err := s.List(Query{Agents: []string{"b", "a"}, PageSize: 5, PageToken: next})
+	require.NoError(t, err)
+	require.Empty(t, last)
+	var merged []string
+	for _, r := range append(both, rest...) {
+		merged = append(merged, r.Proposal.GetProposalId())
+	}
+	require.Len(t, merged, 8)
+	require.IsNonIncreasing(t, merged)
 }
 
 func TestUnreadableDocumentIsSkippedNotDeleted(t *testing.T) {
@@ -170,5 +186,14 @@ func TestNewIDSortsByTime(t *testing.T) {
 	a := NewID(time.UnixMilli(1_000_000))
 	b := NewID(time.UnixMilli(1_000_001))
 	require.Less(t, a, b)
-	require.Regexp(t, `^proposal_[a-z2-7]{26}$`, a)
+	require.Regexp(t, `^proposal_[0-9a-v]{26}$`, a)
+	// Every millisecond over a few seconds, so that each character of the
+	// time part goes through all its values.
+	start := time.Date(2026, 11, 26, 23, 31, 0, 0, time.UTC)
+	prev := NewID(start)
+	for ms := 1; ms < 5000; ms++ {
+		id := NewID(start.Add(time.Duration(ms) * time.Millisecond))
+		require.Less(t, prev, id, "at +%d ms", ms)
+		prev = id
+	}
 }

@@ -1,6 +1,7 @@
 package restjson
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -34,6 +35,23 @@ func (e *EnumValueError) Error() string {
 	}
 	return fmt.Sprintf("restjson: invalid value %q for %s; allowed values: %s",
 		e.Value, where, strings.Join(e.Allowed, ", "))
+}
+
+// CheckEnums reports the first enum value in the JSON body of a request
+// message md that is not one of the enum's values, as an *EnumValueError
+// naming where it is, before the body is decoded: grpc-gateway would turn
+// the decoder's error into a bare InvalidArgument, losing the field. A
+// body that is not JSON is left to the decoder, which says what is wrong.
+func CheckEnums(md protoreflect.MessageDescriptor, body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	tree, err := parseJSON(body, DefaultMaxDepth)
+	if err != nil {
+		return nil
+	}
+	rw := &rewriter{}
+	return rw.message(md, tree)
 }
 
 func newEnumValueError(field string, ed protoreflect.EnumDescriptor, value string) *EnumValueError {

@@ -138,6 +138,13 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	mpOpts := []sdkmetric.Option{
 		sdkmetric.WithResource(res),
 		sdkmetric.WithReader(promExp),
+		// Every duration histogram, ours and the instrumentation
+		// libraries' (otelgrpc), gets buckets that resolve both a cached
+		// read and a slow apply (see DurationBuckets).
+		sdkmetric.WithView(sdkmetric.NewView(
+			sdkmetric.Instrument{Kind: sdkmetric.InstrumentKindHistogram, Unit: "s"},
+			sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: DurationBuckets}},
+		)),
 	}
 
 	if endpoint != "" {

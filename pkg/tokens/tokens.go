@@ -159,3 +159,6 @@ func (c *Counter) count(s string) int {
 	}
 	return n
 }
+
+// CacheStats are the figures of the cache of piece counts, for metrics.
+func (c *Counter) CacheStats() lru.Stats { return c.pieces.Stats() }

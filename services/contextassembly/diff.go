@@ -255,12 +255,19 @@ func (h *handler) temporalDiffs(ctx context.Context, agent, from, to string, toT
 		from = toTime.Add(-7 * 24 * time.Hour).Format(time.RFC3339)
 	}
 	d, err := h.diffRange(ctx, agent, from, to, nil)
-	if apierr.Info(err).GetReason() == apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND) && !strings.Contains(from, "~") {
-		// The range starts before the repository: diff the agent's whole history.
+	if apierr.Info(err).GetReason() == apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND) && isTime(from) {
+		// A time before the repository's first commit: diff the agent's
+		// whole history. A ref that names nothing stays not found.
 		d, err = h.diffRange(ctx, agent, "", to, nil)
 	}
 	if err != nil {
 		return nil, "", err
 	}
 	return d.changes, d.from.String(), nil
+}
+
+// isTime reports whether a revision is an RFC 3339 time rather than a ref.
+func isTime(rev string) bool {
+	_, err := time.Parse(time.RFC3339, rev)
+	return err == nil
 }

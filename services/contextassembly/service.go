@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memread"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/telemetry"
 	"github.com/garden-bloom/memory/pkg/tokens"
 )
 
@@ -44,6 +46,8 @@ type Deps struct {
 	Blobs blob.Store
 	// Usage is proposal-apply's client, for fact usage reports (nil: none).
 	Usage memoryv1.ProposalApplyServiceClient
+	// MeterProvider receives the caches' figures (nil: not measured).
+	MeterProvider metric.MeterProvider
 }
 
 // Service is the context-assembly service.
@@ -68,6 +72,8 @@ type Service struct {
 	usage  *usage
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
+	// observing is the cache metrics' callback, unregistered by Stop.
+	observing metric.Registration
 }
 
 // Cache sizes in approximate bytes. A basic read of an agent near its
@@ -91,10 +97,25 @@ func New(d Deps) (*Service, error) {
 		return nil, err
 	}
 	logger := d.Logger.With("service", "context-assembly")
-	return &Service{deps: d, logger: logger, counter: counter, repo: memrepo.LazyFor(d.Repo, d.RepoPath),
+	s := &Service{deps: d, logger: logger, counter: counter, repo: memrepo.LazyFor(d.Repo, d.RepoPath),
 		blocks: lru.New[plumbing.Hash, []memread.Block](blockCacheSize), reads: lru.New[readKey, *folderRead](readCacheSize),
 		counts: newBlobCounts(blobCountSize), sourceTexts: lru.New[contentKey, string](sourceCacheSize),
-		usage: newUsage(d.Usage, logger)}, nil
+		usage: newUsage(d.Usage, logger)}
+	if s.observing, err = telemetry.ObserveCaches(d.MeterProvider, s.cacheStats); err != nil {
+		logger.Warn("cache metrics not registered", "err", err)
+	}
+	return s, nil
+}
+
+// cacheStats are the service's caches, for memory.cache.* (attribute cache).
+func (s *Service) cacheStats() []telemetry.NamedCache {
+	return []telemetry.NamedCache{
+		{Name: "context_assembly.read_folders", Stats: s.reads.Stats()},
+		{Name: "context_assembly.always_load_blocks", Stats: s.blocks.Stats()},
+		{Name: "context_assembly.token_counts", Stats: s.counts.cache.Stats()},
+		{Name: "context_assembly.source_texts", Stats: s.sourceTexts.Stats()},
+		{Name: "context_assembly.token_pieces", Stats: s.counter.CacheStats()},
+	}
 }
 
 // Start runs the usage reporter until Stop.
@@ -105,6 +126,9 @@ func (s *Service) Start(ctx context.Context) {
 
 // Stop sends the last usage report and stops.
 func (s *Service) Stop() {
+	if s.observing != nil {
+		_ = s.observing.Unregister()
+	}
 	if s.cancel != nil {
 		s.cancel()
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
@@ -53,6 +54,8 @@ type Deps struct {
 	// Shared publishes the snapshot to the object store and gives a replica
 	// starting without one the latest published (nil: not shared).
 	Shared *readstate.Shared
+	// MeterProvider receives the graph's lag (nil: not measured).
+	MeterProvider metric.MeterProvider
 }
 
 // saveEvery bounds how often the snapshot is rewritten; a big graph waits
@@ -80,6 +83,8 @@ type Service struct {
 
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
+	// observing is the lag gauges' callback, unregistered by Stop.
+	observing metric.Registration
 }
 
 // New returns the service; Start builds the graph.
@@ -87,8 +92,13 @@ func New(d Deps) *Service {
 	if d.Poll <= 0 {
 		d.Poll = time.Second
 	}
-	return &Service{deps: d, logger: d.Logger.With("service", "entity-graph"), repo: memrepo.LazyFor(d.Repo, d.RepoPath),
+	s := &Service{deps: d, logger: d.Logger.With("service", "entity-graph"), repo: memrepo.LazyFor(d.Repo, d.RepoPath),
 		kick: make(chan struct{}, 1), graph: entitygraph.New()}
+	var err error
+	if s.observing, err = s.instrument(d.MeterProvider); err != nil {
+		s.logger.Warn("entity graph lag not measured", "err", err)
+	}
+	return s
 }
 
 // Register adds the service's gRPC handlers to g.
@@ -107,6 +117,9 @@ func (s *Service) Start(ctx context.Context) {
 
 // Stop stops following.
 func (s *Service) Stop() {
+	if s.observing != nil {
+		_ = s.observing.Unregister()
+	}
 	if s.cancel != nil {
 		s.cancel()
 	}

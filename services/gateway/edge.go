@@ -20,6 +20,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
@@ -40,15 +41,23 @@ type edge struct {
 	routes  *restjson.Routes
 	logger  *slog.Logger
 	openAPI http.Handler
+	metrics *edgeMetrics
 }
 
+// ServeHTTP serves one REST request and records it (metrics.go).
 func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e.metrics.serve(w, r, e.serve)
+}
+
+// serve answers r and returns the template of the route it took ("" for
+// none).
+func (e *edge) serve(w http.ResponseWriter, r *http.Request) string {
 	if e.cors(w, r) {
-		return
+		return ""
 	}
 	if (r.URL.Path == OpenAPIPath || r.URL.Path == DocsPath) && (r.Method == http.MethodGet || r.Method == http.MethodHead) { // docs.go
 		e.openAPI.ServeHTTP(w, r)
-		return
+		return r.URL.Path
 	}
 	target := r.RequestURI
 	if target == "" {
@@ -56,21 +65,31 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(target) > MaxURLBytes {
 		e.reject(w, r, http.StatusRequestURITooLong, tooLarge("the request URL", MaxURLBytes))
-		return
+		return ""
 	}
-	if !e.route(w, r) {
-		return
+	route, ok := e.route(w, r)
+	if !ok {
+		return patternOf(route)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), e.cfg.Timeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {
-		if code, err := e.readBody(w, r); err != nil {
+		if code, err := e.readBody(w, r, route); err != nil {
 			e.reject(w, r, code, err)
-			return
+			return route.Pattern
 		}
 	}
 	e.mux.ServeHTTP(w, r)
+	return route.Pattern
+}
+
+// patternOf is a route's template, "" for none.
+func patternOf(r *restjson.Route) string {
+	if r == nil {
+		return ""
+	}
+	return r.Pattern
 }
 
 // readBody replaces r.Body with its checked contents, or returns the HTTP
@@ -78,18 +97,23 @@ func (e *edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // limit, because the JSON decoder would read it whole anyway; a declared
 // Content-Length over the limit is refused without reading anything, and a
 // chunked body is cut off as soon as it passes the limit.
-func (e *edge) readBody(w http.ResponseWriter, r *http.Request) (int, error) {
+func (e *edge) readBody(w http.ResponseWriter, r *http.Request, route *restjson.Route) (int, error) {
 	limit := e.cfg.MaxBodyBytes
 	if r.ContentLength > limit {
 		return http.StatusRequestEntityTooLarge, tooLarge("the request body", limit)
 	}
-	// The server has no ReadTimeout (it would cut long git fetches and
-	// cancel slow REST calls); this request's deadline bounds a slow body.
-	// Cleared afterwards, so the server's background read that watches for
-	// a closed connection cannot time out and cancel the call.
-	rc := http.NewResponseController(w)
-	if dl, ok := r.Context().Deadline(); ok && rc.SetReadDeadline(dl) == nil {
-		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	// memoryd's server bounds every body (pkg/httplimit: a deadline per
+	// read and one in total) and owns the connection's read deadline; this
+	// request's deadline may be sooner, so the body is asked to keep it.
+	// Without such a body (the edge served elsewhere), the connection's
+	// deadline is set, and cleared afterwards so that the server's
+	// background read watching for a closed connection cannot time out.
+	if dl, ok := r.Context().Deadline(); ok {
+		if b, ok := r.Body.(interface{ LimitDeadline(time.Time) }); ok {
+			b.LimitDeadline(dl)
+		} else if rc := http.NewResponseController(w); rc.SetReadDeadline(dl) == nil {
+			defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+		}
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
@@ -116,13 +140,59 @@ func (e *edge) readBody(w http.ResponseWriter, r *http.Request) (int, error) {
 	if jsonTooDeep(body, MaxJSONDepth) {
 		return http.StatusBadRequest, invalid("the request body nests more than " + strconv.Itoa(MaxJSONDepth) + " levels deep")
 	}
+	if trailingJSON(body) {
+		return http.StatusBadRequest, invalid("the request body holds more than one JSON value")
+	}
 	if err := agentMatchesPath(r.URL.Path, body); err != nil {
+		return http.StatusBadRequest, err
+	}
+	if err := checkEnums(route, body); err != nil {
 		return http.StatusBadRequest, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.TransferEncoding = nil
 	return 0, nil
+}
+
+// checkEnums refuses an enum value of the body that is not one of its
+// enum's values, naming the field (updates[0].operation) and, for an
+// operation, with the reason INVALID_OPERATION: the decoder's own error
+// reaches the error handler as a bare InvalidArgument.
+func checkEnums(route *restjson.Route, body []byte) error {
+	md := route.Request
+	if route.Body != "*" {
+		fd := md.Fields().ByName(protoreflect.Name(route.Body))
+		if fd == nil || fd.Message() == nil {
+			return nil // no body, or a body that is not a message
+		}
+		md = fd.Message()
+	}
+	var bad *restjson.EnumValueError
+	if !errors.As(restjson.CheckEnums(md, body), &bad) {
+		return nil
+	}
+	reason := memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT
+	if bad.Enum == (memoryv1.Operation(0)).Descriptor().FullName() {
+		reason = memoryv1.ErrorReason_ERROR_REASON_INVALID_OPERATION
+	}
+	return apierr.New(codes.InvalidArgument, reason,
+		fmt.Sprintf("%s: %q is not one of %s", bad.Field, apierr.Clip(bad.Value), strings.Join(bad.Allowed, ", ")),
+		map[string]string{"field": bad.Field})
+}
+
+// trailingJSON reports a body with something after its first JSON value:
+// the decoder reads only the first, so the rest would be silently ignored
+// (and the edge's own checks of the body skipped). A body that is not JSON
+// at all is left to the decoder, which says what is wrong.
+func trailingJSON(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var first json.RawMessage
+	if dec.Decode(&first) != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return !errors.Is(err, io.EOF)
 }
 
 // agentMatchesPath refuses a body whose agentId (or agent_id) names

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -40,7 +41,7 @@ type Conns struct {
 
 // New returns the REST handler for every documented path and OpenAPIPath.
 // Zero fields of cfg take their defaults.
-func New(ctx context.Context, conns Conns, cfg Config, logger *slog.Logger) (_ http.Handler, err error) {
+func New(ctx context.Context, conns Conns, cfg Config, logger *slog.Logger, opts ...Option) (_ http.Handler, err error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -48,6 +49,9 @@ func New(ctx context.Context, conns Conns, cfg Config, logger *slog.Logger) (_ h
 		cfg.Timeout = DefaultTimeout
 	}
 	e := &edge{cfg: cfg, logger: logger, openAPI: apiDocsHandler(gen.OpenAPI)}
+	for _, o := range opts {
+		o(e)
+	}
 	if e.routes, err = restjson.NewRoutes(apiServices(), queryAliases); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -55,7 +59,8 @@ func New(ctx context.Context, conns Conns, cfg Config, logger *slog.Logger) (_ h
 		runtime.WithErrorHandler(e.writeError), runtime.WithRoutingErrorHandler(e.routingError),
 		// A form-encoded POST standing in for a GET would carry its
 		// parameters past the edge's query check (edge.route).
-		runtime.WithDisablePathLengthFallback())...)
+		runtime.WithDisablePathLengthFallback(),
+		runtime.WithIncomingHeaderMatcher(incomingHeader))...)
 	mux := e.mux
 	for name, register := range map[string]func() error{
 		"context-assembly": func() error {
@@ -74,4 +79,16 @@ func New(ctx context.Context, conns Conns, cfg Config, logger *slog.Logger) (_ h
 	logger.Info("REST edge ready", "service", "gateway",
 		"max_body_bytes", cfg.MaxBodyBytes, "timeout", cfg.Timeout.String())
 	return e, nil
+}
+
+// incomingHeader forwards the HTTP headers grpc-gateway forwards by
+// default except Grpc-Metadata-*: a REST client must not set gRPC
+// metadata by hand — "Grpc-Metadata-Authorization" would be a second
+// token beside (or instead of) the Authorization header the README
+// documents.
+func incomingHeader(key string) (string, bool) {
+	if strings.HasPrefix(strings.ToLower(key), strings.ToLower(runtime.MetadataHeaderPrefix)) {
+		return "", false
+	}
+	return runtime.DefaultHeaderMatcher(key)
 }

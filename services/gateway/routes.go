@@ -50,11 +50,12 @@ func apiServices() []protoreflect.ServiceDescriptor {
 // an unknown path, 405 with Allow for a known path and another method, 400
 // INVALID_ARGUMENT naming a query parameter the route does not take or
 // whose value does not parse as its field's type. It reports whether the
-// request may go on.
-func (e *edge) route(w http.ResponseWriter, r *http.Request) bool {
+// request may go on, and the template of the route it matched ("" for
+// none), the http.route of the request metrics.
+func (e *edge) route(w http.ResponseWriter, r *http.Request) (*restjson.Route, bool) {
 	if err := checkPathText(r.URL.Path); err != nil {
 		e.reject(w, r, http.StatusBadRequest, err)
-		return false
+		return nil, false
 	}
 	var values url.Values
 	if r.URL.RawQuery != "" {
@@ -62,11 +63,11 @@ func (e *edge) route(w http.ResponseWriter, r *http.Request) bool {
 		if values, err = url.ParseQuery(r.URL.RawQuery); err != nil {
 			e.reject(w, r, http.StatusBadRequest, apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT,
 				"the query string is malformed", map[string]string{"field": "query"}))
-			return false
+			return nil, false
 		}
 		if err := checkQueryText(values); err != nil {
 			e.reject(w, r, http.StatusBadRequest, err)
-			return false
+			return nil, false
 		}
 	}
 	route, allowed := e.routes.Match(r.Method, r.URL.Path)
@@ -77,21 +78,21 @@ func (e *edge) route(w http.ResponseWriter, r *http.Request) bool {
 		if len(allowed) > 0 {
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
 			e.reject(w, r, http.StatusMethodNotAllowed, methodNotAllowed(r.Method, allowed))
-			return false
+			return nil, false
 		}
 		e.reject(w, r, http.StatusNotFound, notFound(r.URL.Path))
-		return false
+		return nil, false
 	}
 	if values == nil {
-		return true
+		return route, true
 	}
 	canonical, err := route.Query(values)
 	if err != nil {
 		e.reject(w, r, http.StatusBadRequest, queryError(err))
-		return false
+		return route, false
 	}
 	r.URL.RawQuery = canonical.Encode()
-	return true
+	return route, true
 }
 
 // URL text. Every percent-decoded path segment, query parameter name and

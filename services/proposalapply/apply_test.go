@@ -436,12 +436,14 @@ func TestRecoveryAppliesApprovedAndFindsCommitted(t *testing.T) {
 	// Mark it applying again, as if the process died after committing but
 	// before recording the outcome: recovery must find the commit, not
 	// apply a second time.
-	_, err := e.svc.store.Update(ctx, resp.GetProposalId(), func(r *proposalstore.Record) error {
-		r.Proposal.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING
-		r.Proposal.CommitSha = ""
-		return nil
+	e.offline(func(store *proposalstore.Store) {
+		_, err := store.Update(ctx, resp.GetProposalId(), func(r *proposalstore.Record) error {
+			r.Proposal.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING
+			r.Proposal.CommitSha = ""
+			return nil
+		})
+		require.NoError(t, err)
 	})
-	require.NoError(t, err)
 	commits := e.commitCount()
 	e.start(autoApprove)
 	p := e.waitApplied(resp.GetProposalId())

@@ -43,6 +43,9 @@ func (s *Service) backup(ctx context.Context) (*memoryv1.CreateBackupResponse, e
 	file := filepath.Join(dir, "memory.bundle")
 	cmd := exec.CommandContext(ctx, "git", "--git-dir", s.repo.Path(), "bundle", "create", "--quiet", file, "refs/heads/main")
 	if out, err := cmd.CombinedOutput(); err != nil {
+		if ctx.Err() == nil {
+			s.metrics.gitFailed(ctx, gitOpBundle)
+		}
 		return nil, fmt.Errorf("git bundle: %w: %s", err, strings.TrimSpace(string(out)))
 	}
 	now := s.now().UTC()

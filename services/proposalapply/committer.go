@@ -74,6 +74,7 @@ func (e *engine) runCommitter() {
 		defer close(merged)
 		for range kick {
 			if err := e.svc.repo.CompactPacks(e.ctx); err != nil {
+				e.svc.metrics.gitFailed(e.ctx, gitOpCompact)
 				e.svc.logger.Warn("merging packs failed; will retry", "err", err)
 			}
 		}
@@ -121,6 +122,7 @@ func (e *engine) commitBatch(ctx context.Context, batch []*commitPlan) {
 	for retries := 0; len(batch) > 0; {
 		head, err := e.svc.repo.Head(ctx)
 		if err != nil {
+			e.svc.metrics.gitFailed(ctx, gitOpCommit)
 			answerAll(batch, err)
 			return
 		}
@@ -138,9 +140,11 @@ func (e *engine) commitBatch(ctx context.Context, batch []*commitPlan) {
 			retries++ // a person pushed meanwhile: check the plans against the new head
 		case err != nil && hashes != nil:
 			// main moved, but its last fsync failed: not acknowledged.
+			e.svc.metrics.gitFailed(ctx, gitOpCommit)
 			answerAll(batch, fmt.Errorf("%w: %w", errCommitInDoubt, err))
 			return
 		case err != nil:
+			e.svc.metrics.gitFailed(ctx, gitOpCommit)
 			answerAll(batch, err)
 			return
 		default:

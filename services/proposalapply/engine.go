@@ -13,6 +13,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/applyplan"
+	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/commitmsg"
 	"github.com/garden-bloom/memory/pkg/history"
 	"github.com/garden-bloom/memory/pkg/memlayout"
@@ -41,6 +42,8 @@ type engine struct {
 	queues  map[string]*agentQueue
 	wg      sync.WaitGroup
 	stopped bool
+	// quit is closed by stop: waits for storage give up at once.
+	quit chan struct{}
 }
 
 type agentQueue struct {
@@ -50,7 +53,7 @@ type agentQueue struct {
 
 func newEngine(s *Service) *engine {
 	e := &engine{svc: s, ctx: context.Background(), queues: map[string]*agentQueue{},
-		plans: make(chan *commitPlan, maxBatch), committerDone: make(chan struct{})}
+		plans: make(chan *commitPlan, maxBatch), committerDone: make(chan struct{}), quit: make(chan struct{})}
 	go e.runCommitter()
 	return e
 }
@@ -98,10 +101,27 @@ func (e *engine) drain(ctx context.Context, agentID string, q *agentQueue) {
 // new one.
 func (e *engine) stop() {
 	e.mu.Lock()
+	if !e.stopped {
+		close(e.quit)
+	}
 	e.stopped = true
 	e.mu.Unlock()
 	e.wg.Wait()
 	e.stopCommitter()
+}
+
+// depth is the number of approved proposals queued or being applied.
+func (e *engine) depth() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, q := range e.queues {
+		n += len(q.ids)
+		if q.running {
+			n++ // the one drain took off the queue
+		}
+	}
+	return n
 }
 
 // idle reports whether no apply is queued or running (for tests).
@@ -139,9 +159,26 @@ func (e *engine) apply(ctx context.Context, id string) {
 		return
 	}
 
+	wait := storageRetryFirst
 	for attempt := 0; ; attempt++ {
 		outcome, err := e.tryApply(ctx, rec)
 		if errors.Is(err, memrepo.ErrHeadMoved) && attempt < maxHeadRetries {
+			continue
+		}
+		if transientStorage(err) {
+			// The object store is down or the disk is full: nothing is
+			// wrong with the proposal. It stays approved and is tried
+			// again, holding its agent's queue so order is kept.
+			s.logger.Warn("apply: storage unavailable; retrying", "proposal", id, "in", wait, "err", err)
+			select {
+			case <-ctx.Done():
+				return // still approved in the store: recovered at the next start
+			case <-e.quit:
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, storageRetryMax)
+			attempt = -1
 			continue
 		}
 		if errors.Is(err, errCommitInDoubt) {
@@ -267,27 +304,24 @@ func (e *engine) finish(ctx context.Context, rec *proposalstore.Record, o outcom
 	s := e.svc
 	id := rec.Proposal.GetProposalId()
 	now := s.now()
-	_, err := s.store.Update(ctx, id, func(r *proposalstore.Record) error {
-		p := r.Proposal
-		p.Status, p.Reason, p.Message = o.status, o.reason, o.message
-		p.CommitSha, p.AppliedVersion = o.sha, o.version
-		p.CurrentVersion, p.Resolution = o.currentVersion, o.resolution
-		if len(o.flags) > 0 {
-			p.Flags = o.flags
-		}
-		p.EvictedFacts, p.FrozenLoops, p.RemovedClosedLoops = o.evictedFacts, o.frozenLoops, o.removedClosedLoops
-		if len(o.warnings) > 0 {
-			p.Warnings = o.warnings
-		}
-		p.UpdatedAt = timestamppb.New(now)
-		if o.status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED {
-			p.AppliedAt = timestamppb.New(now)
-		}
-		return nil
-	})
-	if err != nil {
-		// The commit (if any) is durable; recovery marks the proposal applied.
+	record := func() error {
+		_, err := s.store.Update(ctx, id, func(r *proposalstore.Record) error {
+			setOutcome(r.Proposal, o, now)
+			return nil
+		})
+		return err
+	}
+	if err := record(); err != nil {
+		// The commit (if any) is durable. A storage outage is waited out
+		// here; otherwise recovery at the next start records it.
 		s.logger.Error("apply: recording the outcome failed", "proposal", id, "status", o.status.String(), "err", err)
+		if transientStorage(err) {
+			e.wg.Add(1)
+			go func() {
+				defer e.wg.Done()
+				e.retryRecord(ctx, id, record)
+			}()
+		}
 	}
 	s.metrics.applied(ctx, o.status, now.Sub(start))
 	log := s.logger.With("proposal", id, "agent", rec.Proposal.GetAgentId(), "status", o.status.String(), "duration_ms", now.Sub(start).Milliseconds())
@@ -309,7 +343,10 @@ func (e *engine) finish(ctx context.Context, rec *proposalstore.Record, o outcom
 // marked applied, so no proposal is applied twice.
 func (e *engine) recover(ctx context.Context) error {
 	s := e.svc
-	inFlight := s.store.WithStatus(memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED)
+	inFlight, err := s.store.WithStatus(memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED)
+	if err != nil {
+		return err
+	}
 	if len(inFlight) == 0 {
 		return nil
 	}
@@ -363,4 +400,58 @@ func (e *engine) appliedProposals(ctx context.Context, recs []*proposalstore.Rec
 		return nil
 	})
 	return found, err
+}
+
+// setOutcome writes how an apply ended into the proposal.
+func setOutcome(p *memoryv1.Proposal, o outcome, now time.Time) {
+	p.Status, p.Reason, p.Message = o.status, o.reason, o.message
+	p.CommitSha, p.AppliedVersion = o.sha, o.version
+	p.CurrentVersion, p.Resolution = o.currentVersion, o.resolution
+	if len(o.flags) > 0 {
+		p.Flags = o.flags
+	}
+	p.EvictedFacts, p.FrozenLoops, p.RemovedClosedLoops = o.evictedFacts, o.frozenLoops, o.removedClosedLoops
+	if len(o.warnings) > 0 {
+		p.Warnings = o.warnings
+	}
+	p.UpdatedAt = timestamppb.New(now)
+	if o.status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED {
+		p.AppliedAt = timestamppb.New(now)
+	}
+}
+
+// How long an apply or the recording of its outcome waits for storage to
+// come back: doubling from first to max.
+const (
+	storageRetryFirst = 500 * time.Millisecond
+	storageRetryMax   = 10 * time.Second
+)
+
+// transientStorage reports a storage failure that passes by itself: the
+// object store down, a full disk, the proposal index refusing writes.
+func transientStorage(err error) bool {
+	return errors.Is(err, blob.ErrUnavailable) || blob.DiskFull(err) || errors.Is(err, proposalstore.ErrIndexUnavailable)
+}
+
+// retryRecord records an apply's outcome once storage is back, until the
+// engine stops (then the next start's recovery does).
+func (e *engine) retryRecord(ctx context.Context, id string, record func() error) {
+	for wait := storageRetryFirst; ; wait = min(2*wait, storageRetryMax) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.quit:
+			return
+		case <-time.After(wait):
+		}
+		err := record()
+		if err == nil {
+			e.svc.logger.Info("apply: outcome recorded after a storage outage", "proposal", id)
+			return
+		}
+		if !transientStorage(err) {
+			e.svc.logger.Error("apply: recording the outcome failed; recovery at the next start records it", "proposal", id, "err", err)
+			return
+		}
+	}
 }

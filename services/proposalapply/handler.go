@@ -19,6 +19,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/applyplan"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/authz"
+	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/dupfacts"
 	"github.com/garden-bloom/memory/pkg/entitygraph"
 	"github.com/garden-bloom/memory/pkg/memlayout"
@@ -48,9 +49,28 @@ var (
 
 func (h *handler) internal(err error, what string) error {
 	h.svc.logger.Error(what, "err", err)
-	return apierr.New(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE,
-		what+": storage unavailable, retry later", nil)
+	return storageUnavailable(err, what)
 }
+
+// storageUnavailable is the retryable answer for a storage failure, naming
+// which storage failed: every 503 says when to retry (RetryInfo, which the
+// edge turns into Retry-After).
+func storageUnavailable(err error, what string) error {
+	switch {
+	case blob.DiskFull(err): // the folder object store's too: say what to fix
+		return apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE,
+			what+": the disk is full; retry once space is freed", storageRetryAfter)
+	case errors.Is(err, blob.ErrUnavailable):
+		return apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_OBJECT_STORE_UNAVAILABLE,
+			what+": the object store is unavailable; retry later", storageRetryAfter)
+	}
+	return apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE,
+		what+": storage unavailable; retry later", storageRetryAfter)
+}
+
+// storageRetryAfter is the RetryInfo of a storage failure: about how long
+// a guarded store takes to notice it is back (one probe), with margin.
+const storageRetryAfter = 2 * time.Second
 
 // Propose validates, decides review versus auto-approval, and stores the
 // proposal durably before answering.

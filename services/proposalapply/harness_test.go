@@ -20,6 +20,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/proposalstore"
 	"github.com/garden-bloom/memory/pkg/tokens"
 )
 
@@ -95,7 +96,8 @@ func (e *env) start(opts ...envOption) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	svc, err := New(ctx, cfg, Deps{Repo: e.repo, Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.Now, MeterProvider: e.meters})
+	svc, err := New(ctx, cfg, Deps{Repo: e.repo, Blobs: e.blobs, ProposalIndex: e.proposalIndex(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.Now, MeterProvider: e.meters})
 	require.NoError(t, err)
 	if e.guard != nil {
 		svc.SetGuard(e.guard)
@@ -113,6 +115,20 @@ func (e *env) start(opts ...envOption) {
 		svc.Stop()
 	}
 	t.Cleanup(e.stop)
+}
+
+// proposalIndex is where the service keeps its proposal index, as the
+// embedded default does under its data dir.
+func (e *env) proposalIndex() string { return filepath.Join(e.dir, "proposals.db") }
+
+// offline changes the proposal store while the service is stopped, as
+// another process over the same data would.
+func (e *env) offline(change func(*proposalstore.Store)) {
+	e.t.Helper()
+	store, err := proposalstore.Open(context.Background(), e.blobs, proposalstore.Options{IndexPath: e.proposalIndex()})
+	require.NoError(e.t, err)
+	defer store.Close()
+	change(store)
 }
 
 func (e *env) restart(opts ...envOption) {

@@ -52,7 +52,7 @@ func TestProposeRefusesWhatCannotApply(t *testing.T) {
 		{"a single fact larger than the whole facts budget", appendFact("Domain", oneFactOverBudget), "TOKEN_LIMIT_EXCEEDED", "facts.md"},
 		{"an empty section", appendFact("", "- a fact"), "INVALID_ARGUMENT", "section"},
 		{"an artifact name that climbs out", &memoryv1.FileUpdate{File: "runs/run_1/artifacts/../../facts.md", Operation: memoryv1.Operation_OPERATION_WRITE_ARTIFACT, Content: "x"}, "INVALID_PATH", ""},
-		{"an artifact over --max-artifact-bytes", &memoryv1.FileUpdate{File: "runs/run_1/artifacts/log.txt", Operation: memoryv1.Operation_OPERATION_WRITE_ARTIFACT, Content: strings.Repeat("x", 256<<10+1)}, "INVALID_ARGUMENT", "at most"},
+		{"an artifact over --max-artifact-bytes", &memoryv1.FileUpdate{File: "runs/run_1/artifacts/log.txt", Operation: memoryv1.Operation_OPERATION_WRITE_ARTIFACT, Content: strings.Repeat("x", 256<<10+1)}, "REQUEST_TOO_LARGE", "at most"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := e.commitCount()

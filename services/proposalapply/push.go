@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 
@@ -26,10 +27,15 @@ type pusher struct {
 	auth   transport.AuthMethod
 	logger *slog.Logger
 	kickCh chan struct{}
+	// metrics counts failed pushes (set by Service.instrument; nil: none).
+	metrics *metrics
 
 	mu      sync.Mutex
 	lastErr error
 	pushed  time.Time
+	// pushedHead is the main the remote is known to have (zero until the
+	// first push succeeds): what the push lag is measured from.
+	pushedHead plumbing.Hash
 }
 
 func newPusher(repo *memrepo.Repo, cfg Config, lookupEnv func(string) (string, bool), logger *slog.Logger) (*pusher, error) {
@@ -91,6 +97,9 @@ func (p *pusher) run(ctx context.Context) {
 		case <-retry:
 		}
 		if err := p.push(ctx); err != nil {
+			if p.metrics != nil && ctx.Err() == nil {
+				p.metrics.gitFailed(ctx, gitOpPush)
+			}
 			p.logger.Warn("push to remote failed; will retry", "remote", redactURL(p.url), "in", backoff.String(), "err", err)
 			retry = time.After(backoff)
 			backoff = min(backoff*2, time.Minute)
@@ -102,9 +111,14 @@ func (p *pusher) run(ctx context.Context) {
 
 // push sends main to the remote now.
 func (p *pusher) push(ctx context.Context) error {
+	// Main as it is before the push: the remote has at least this after it.
+	head, err := p.repo.Head(ctx)
+	if err != nil {
+		return err
+	}
 	// An anonymous remote: the repository's config is never written.
 	remote := git.NewRemote(p.repo.Git().Storer, &config.RemoteConfig{Name: "mirror", URLs: []string{p.url}})
-	err := remote.PushContext(ctx, &git.PushOptions{
+	err = remote.PushContext(ctx, &git.PushOptions{
 		RemoteName: "mirror",
 		RefSpecs:   []config.RefSpec{"refs/heads/main:refs/heads/main"},
 		Auth:       p.auth,
@@ -117,8 +131,22 @@ func (p *pusher) push(ctx context.Context) error {
 	p.lastErr = err
 	if err == nil {
 		p.pushed = time.Now()
+		p.pushedHead = head
 	}
 	return err
+}
+
+// lag is how far the remote is behind main: the commits after the last
+// one pushed.
+func (p *pusher) lag(ctx context.Context) (memrepo.Lag, error) {
+	head, err := p.repo.Head(ctx)
+	if err != nil {
+		return memrepo.Lag{}, err
+	}
+	p.mu.Lock()
+	pushed := p.pushedHead
+	p.mu.Unlock()
+	return p.repo.Behind(ctx, head, pushed, lagWalkLimit)
 }
 
 // redactURL drops credentials from a URL for logs.

@@ -29,8 +29,12 @@ var Name = memoryv1.ProposalApplyService_ServiceDesc.ServiceName
 
 // Deps are what the service is built on.
 type Deps struct {
-	Repo          *memrepo.Repo
-	Blobs         blob.Store
+	Repo  *memrepo.Repo
+	Blobs blob.Store
+	// ProposalIndex is the local file of the proposal store's index (a
+	// view of the log in Blobs, rebuilt when missing); "" = a temporary
+	// file, rebuilt at every start.
+	ProposalIndex string
 	Logger        *slog.Logger
 	MeterProvider metric.MeterProvider
 	// Now is the clock; nil = time.Now.
@@ -79,7 +83,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 		lookupEnv = func(string) (string, bool) { return "", false }
 	}
 	logger := d.Logger.With("service", "proposal-apply")
-	store, err := proposalstore.Open(ctx, d.Blobs, logger)
+	store, err := proposalstore.Open(ctx, d.Blobs, proposalstore.Options{IndexPath: d.ProposalIndex, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +98,9 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 		hub: newHub(d.Repo, logger, cfg.WatchPoll), pusher: p,
 	}
 	s.engine = newEngine(s)
+	if err := s.instrument(); err != nil {
+		logger.Warn("proposal-apply gauges not registered", "err", err)
+	}
 	return s, nil
 }
 
@@ -128,6 +135,7 @@ func (s *Service) CloseStreams() { s.hub.closeAll() }
 // Stop finishes the applies under way (each is one commit; none is cut in
 // half), then stops the stream and the pusher.
 func (s *Service) Stop() {
+	s.uninstrument()
 	s.engine.stop()
 	if s.cancel != nil {
 		s.cancel()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
@@ -66,6 +67,10 @@ func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, cfg
 		}
 		if strings.TrimSpace(ref) == "" {
 			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, fmt.Sprintf("entityRefs[%d]", i), "empty entity ref")
+		}
+		if strings.IndexFunc(ref, unicode.IsControl) >= 0 {
+			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, fmt.Sprintf("entityRefs[%d]", i),
+				fmt.Sprintf("entityRefs[%d] must be one line, without control characters", i))
 		}
 	}
 	if d := req.GetRunDuration(); d != nil && (d.CheckValid() != nil || d.AsDuration() < 0) {
@@ -152,21 +157,30 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 	if op == memoryv1.Operation_OPERATION_CLOSE && strings.TrimSpace(u.GetLoopId()) == "" {
 		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, field+".loopId", field+": close needs a loopId")
 	}
+	if op == memoryv1.Operation_OPERATION_CLOSE && !mdops.ValidLoopID(u.GetLoopId()) {
+		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, field+".loopId",
+			fmt.Sprintf("%s: loopId %q is not a loop id (loop_NNN)", field, apierr.Clip(u.GetLoopId())))
+	}
 	if op == memoryv1.Operation_OPERATION_ADD_DECISION {
 		d := u.GetDecision()
 		if d == nil || strings.TrimSpace(d.GetTitle()) == "" {
 			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, field+".decision.title", field+": add_decision needs decision.title")
 		}
 		cd := proto.Clone(d).(*memoryv1.Decision)
-		for _, p := range []*string{&cd.Title, &cd.Status, &cd.Context, &cd.Decision, &cd.Rationale, &cd.Consequences, &cd.RunId} {
-			if err := checkText(field+".decision", *p, maxContentBytes); err != nil {
+		for _, f := range []struct {
+			name string
+			v    *string
+		}{{"title", &cd.Title}, {"status", &cd.Status}, {"context", &cd.Context}, {"decision", &cd.Decision},
+			{"rationale", &cd.Rationale}, {"consequences", &cd.Consequences}, {"runId", &cd.RunId}} {
+			name := field + ".decision." + f.name
+			if err := checkText(name, *f.v, maxContentBytes); err != nil {
 				return nil, err
 			}
-			s, err := mdops.Sanitize(*p)
+			s, err := mdops.Sanitize(*f.v)
 			if err != nil {
-				return nil, contentError(field+".decision", err)
+				return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, name, fmt.Sprintf("%s: %v", name, err))
 			}
-			*p = s
+			*f.v = s
 		}
 		if strings.ContainsAny(cd.GetTitle(), "\n\r") {
 			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".decision.title", "decision.title must be one line")
@@ -205,7 +219,9 @@ func contentError(field string, err error) error {
 // checkText rejects invalid UTF-8, NUL bytes and oversized values.
 func checkText(field, v string, max int) error {
 	if len(v) > max {
-		return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, field, fmt.Sprintf("%s is %d bytes, at most %d allowed", field, len(v), max))
+		return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE,
+			fmt.Sprintf("%s is %d bytes, at most %d allowed", field, len(v), max),
+			map[string]string{"field": field, "limit": strconv.Itoa(max)})
 	}
 	if !utf8.ValidString(v) {
 		return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" is not valid UTF-8")

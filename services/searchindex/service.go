@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
@@ -43,6 +44,8 @@ type Deps struct {
 	// replica starting with an empty index the latest published (nil: not
 	// shared).
 	Shared *readstate.Shared
+	// MeterProvider receives the index's lag (nil: not measured).
+	MeterProvider metric.MeterProvider
 }
 
 // Service is the search-index service.
@@ -64,6 +67,8 @@ type Service struct {
 	ctx    context.Context // the service's life, for background work
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
+	// observing is the lag gauges' callback, unregistered by Stop.
+	observing metric.Registration
 }
 
 // New opens the index (creating it on first start).
@@ -75,8 +80,12 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, deps: d, logger: d.Logger.With("service", "search-index"), index: ix, kick: make(chan struct{}, 1),
-		repo: memrepo.LazyFor(d.Repo, d.RepoPath)}, nil
+	s := &Service{cfg: cfg, deps: d, logger: d.Logger.With("service", "search-index"), index: ix, kick: make(chan struct{}, 1),
+		repo: memrepo.LazyFor(d.Repo, d.RepoPath)}
+	if s.observing, err = s.instrument(d.MeterProvider); err != nil {
+		s.logger.Warn("search index lag not measured", "err", err)
+	}
+	return s, nil
 }
 
 // Register adds the service's gRPC handlers to g.
@@ -147,6 +156,9 @@ func (s *Service) publish(ctx context.Context, force bool) {
 
 // Stop stops following and closes the index.
 func (s *Service) Stop() {
+	if s.observing != nil {
+		_ = s.observing.Unregister()
+	}
 	s.StopFollowing()
 	_ = s.index.Close()
 }

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
@@ -28,6 +29,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/gitserve"
 	"github.com/garden-bloom/memory/pkg/grpcserver"
 	"github.com/garden-bloom/memory/pkg/healthcheck"
+	"github.com/garden-bloom/memory/pkg/httplimit"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/ratelimit"
 	"github.com/garden-bloom/memory/pkg/readstate"
@@ -67,6 +69,7 @@ type App struct {
 	writeRepo       *memrepo.Repo // proposal-apply's, when this process runs it
 	sharedRepo      *memrepo.Lazy // the read services' (readRepo)
 	objects         blob.Store
+	objectsGuard    *blob.Guard
 	mirrorFeed      memoryv1.ProposalApplyServiceClient
 	signer          *auth.Signer
 
@@ -75,6 +78,8 @@ type App struct {
 	httpSrv *http.Server
 	httpLis net.Listener
 	conns   map[string]*grpc.ClientConn
+	// fetchErrors counts failed mirror fetches (metrics.go).
+	fetchErrors metric.Int64Counter
 }
 
 // New prepares every module of cfg's target and binds the listeners, so the
@@ -115,10 +120,14 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 
-	// One object store for every module; an S3 bucket is created when missing.
-	if a.objects, err = blob.Open(ctx, cfg.Storage.Objects()); err != nil {
+	// One object store for every module; an S3 bucket is created when
+	// missing. A store that cannot be reached does not stop the start:
+	// the guard fails its calls at once until a probe finds it back, and
+	// /health names it.
+	if a.objectsGuard, err = blob.OpenGuarded(ctx, cfg.Storage.Objects(), blob.GuardOptions{Logger: a.logger}); err != nil {
 		return nil, fmt.Errorf("--objects-url: %w", err)
 	}
+	a.objects = blob.Instrument(a.objectsGuard, a.tel.MeterProvider()) // memory.objects.*
 	if mods.Has(ModuleProposalApply) {
 		if err := a.setupWritePlane(ctx); err != nil {
 			return nil, err
@@ -159,6 +168,9 @@ func New(ctx context.Context, cfg *Config, flags *flag.FlagSet, logger *slog.Log
 	if err := a.setupHTTP(ctx, verifier); err != nil {
 		return nil, err
 	}
+	if err := a.instrument(verifier); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	return a, nil
 }
 
@@ -189,7 +201,8 @@ func (a *App) setupWritePlane(ctx context.Context) error {
 	a.logger.Info("memory repo ready", "path", cfg.Storage.RepoPath(), "head", head.String())
 	a.writeRepo = repo
 	a.proposalApply, err = proposalapply.New(ctx, cfg.ProposalApply, proposalapply.Deps{
-		Repo: repo, Blobs: a.objects, Logger: a.logger, MeterProvider: a.tel.MeterProvider(), LookupEnv: os.LookupEnv,
+		Repo: repo, Blobs: a.objects, ProposalIndex: cfg.Storage.ProposalIndexPath(),
+		Logger: a.logger, MeterProvider: a.tel.MeterProvider(), LookupEnv: os.LookupEnv,
 	})
 	return err
 }
@@ -213,6 +226,7 @@ func (a *App) followMirror(ctx context.Context) {
 	failing := false
 	for {
 		if err := a.mirror.Sync(ctx); err != nil && ctx.Err() == nil {
+			a.fetchFailed(ctx)
 			if !failing {
 				a.logger.Warn("mirror fetch failed; reads serve the last fetched state", "remote", redact(a.cfg.Storage.MirrorURL), "err", err)
 			}
@@ -274,7 +288,8 @@ func (a *App) readRepo() *memrepo.Lazy {
 // setupContextAssembly builds context-assembly with its own service-token
 // client of search-index (query hints) and the object store (sources).
 func (a *App) setupContextAssembly(g *grpc.Server) error {
-	deps := contextassembly.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Repo: a.readRepo(), Logger: a.logger, TokenEncoding: a.cfg.ProposalApply.TokenEncoding}
+	deps := contextassembly.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Repo: a.readRepo(), Logger: a.logger, TokenEncoding: a.cfg.ProposalApply.TokenEncoding,
+		MeterProvider: a.tel.MeterProvider()}
 	deps.Blobs = a.objects
 	if addr := a.serviceAddr(ModuleSearchIndex); addr != "" {
 		conn, err := a.serviceConn("context-assembly", addr)
@@ -317,7 +332,7 @@ func (a *App) serviceConn(caller, addr string) (*grpc.ClientConn, error) {
 // commit stream with a service token of its own.
 func (a *App) setupSearchIndex() error {
 	cfg := a.cfg
-	deps := searchindex.Deps{RepoPath: cfg.Storage.ReadRepoPath(), Repo: a.readRepo(), Blobs: a.objects, Logger: a.logger,
+	deps := searchindex.Deps{RepoPath: cfg.Storage.ReadRepoPath(), Repo: a.readRepo(), Blobs: a.objects, Logger: a.logger, MeterProvider: a.tel.MeterProvider(),
 		Shared: readstate.New(a.objects, "search-index.tar.gz", cfg.Storage.ReadStateEvery, cfg.Storage.DataDir, a.logger)}
 	if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
 		conn, err := a.serviceConn("search-index", addr)
@@ -353,6 +368,7 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 		Telemetry:          a.tel,
 		MaxRecvMsgBytes:    a.cfg.Server.MaxRecvMsgBytes,
 		MaxSendMsgBytes:    a.cfg.Server.MaxSendMsgBytes,
+		Limits:             &a.cfg.GRPC,
 		UnaryInterceptors:  []grpc.UnaryServerInterceptor{auth.UnaryServerInterceptor(verifier, auth.DefaultSkip), limit.Unary()},
 		StreamInterceptors: []grpc.StreamServerInterceptor{auth.StreamServerInterceptor(verifier, auth.DefaultSkip), limit.Stream()},
 	})
@@ -372,7 +388,7 @@ func (a *App) setupGRPC(verifier *auth.Verifier) error {
 		case ModuleSearchIndex:
 			// registered by setupSearchIndex, which needs the listener
 		case ModuleEntityGraph:
-			deps := entitygraph.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Repo: a.readRepo(), Logger: a.logger,
+			deps := entitygraph.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Repo: a.readRepo(), Logger: a.logger, MeterProvider: a.tel.MeterProvider(),
 				StateDir: filepath.Join(a.cfg.Storage.DataDir, "entity-graph"),
 				Shared:   readstate.New(a.objects, "entity-graph.snapshot", a.cfg.Storage.ReadStateEvery, a.cfg.Storage.DataDir, a.logger)}
 			if addr := a.serviceAddr(ModuleProposalApply); addr != "" {
@@ -435,10 +451,11 @@ func (a *App) setupHTTP(ctx context.Context, verifier *auth.Verifier) error {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("GET /health", healthcheck.Handler(targets, 2*time.Second))
+	deps := []healthcheck.Dependency{{Name: "object-store", State: a.objectsGuard.Status}}
+	mux.Handle("GET /health", healthcheck.Handler(targets, deps, 2*time.Second))
 	mux.Handle("GET /metrics", a.tel.MetricsHandler())
 	mux.HandleFunc("GET /status/config", a.serveConfig)
-	mux.Handle(pprofPath, pprofHandler(verifier))
+	mux.Handle(pprofPath, httplimit.LongWrites(pprofHandler(verifier))) // a profile takes ?seconds=N
 	if a.proposalApply != nil {
 		// Read planes that may not reach the git remote follow the
 		// canonical repository here (--repo-mirror-url).
@@ -446,7 +463,9 @@ func (a *App) setupHTTP(ctx context.Context, verifier *auth.Verifier) error {
 		if err != nil {
 			return fmt.Errorf("git endpoint: %w", err)
 		}
-		mux.Handle(path.Dir(GitHTTPPath)+"/", auth.RequireHTTP(verifier, gitReaderRoles, gh))
+		// A clone of a large repository may stream for longer than
+		// --http-write-timeout: each write has it instead.
+		mux.Handle(path.Dir(GitHTTPPath)+"/", httplimit.LongWrites(auth.RequireHTTP(verifier, gitReaderRoles, gh)))
 	}
 	if a.mods.Has(ModuleGateway) {
 		gw, err := gateway.New(ctx, gateway.Conns{
@@ -454,7 +473,7 @@ func (a *App) setupHTTP(ctx context.Context, verifier *auth.Verifier) error {
 			SearchIndex:     conns[ModuleSearchIndex],
 			EntityGraph:     conns[ModuleEntityGraph],
 			ProposalApply:   conns[ModuleProposalApply],
-		}, a.cfg.Gateway, a.logger)
+		}, a.cfg.Gateway, a.logger, gateway.WithMeterProvider(a.tel.MeterProvider()))
 		if err != nil {
 			return err
 		}
@@ -464,18 +483,14 @@ func (a *App) setupHTTP(ctx context.Context, verifier *auth.Verifier) error {
 	if err != nil {
 		return fmt.Errorf("--http-addr: %w", err)
 	}
-	a.httpLis = lis
-	// No ReadTimeout or WriteTimeout: they would cut git fetches of a large
-	// repository, and net/http cancels a request's context when ReadTimeout
-	// passes, even after the body was read. The REST edge bounds each
-	// request, reading its body included, by --rest-timeout instead.
-	a.httpSrv = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    gateway.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
-	}
+	// Every timeout (--http-*) and the per-address connection cap; body
+	// and write deadlines are per request (pkg/httplimit), and the REST
+	// edge also bounds each request by --rest-timeout.
+	limits := httplimit.New(a.cfg.HTTP, httplimit.Options{MeterProvider: a.tel.MeterProvider()})
+	a.httpLis = limits.Listener(lis)
+	a.httpSrv = limits.Server(mux)
+	a.httpSrv.MaxHeaderBytes = gateway.MaxHeaderBytes
+	a.httpSrv.ErrorLog = slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn)
 	return nil
 }
 
@@ -590,6 +605,9 @@ func (a *App) closeResources(ctx context.Context) {
 	}
 	if a.writerLock != nil {
 		_ = a.writerLock.Close()
+	}
+	if a.objectsGuard != nil {
+		_ = a.objectsGuard.Close()
 	}
 	for _, c := range a.conns {
 		_ = c.Close()

@@ -16,6 +16,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/grpcserver"
+	"github.com/garden-bloom/memory/pkg/httplimit"
 	"github.com/garden-bloom/memory/pkg/ratelimit"
 	"github.com/garden-bloom/memory/services/gateway"
 	"github.com/garden-bloom/memory/services/proposalapply"
@@ -38,6 +40,8 @@ type Config struct {
 	Peers         PeersConfig
 	Auth          AuthConfig
 	RateLimit     ratelimit.Config
+	HTTP          httplimit.Config  // --http-* timeouts and connection cap
+	GRPC          grpcserver.Limits // --grpc-max-* connection limits
 	Gateway       gateway.Config
 	ProposalApply proposalapply.Config
 	SearchIndex   searchindex.Config
@@ -84,6 +88,10 @@ func (c *StorageConfig) ReadRepoPath() string {
 	}
 	return c.RepoPath()
 }
+
+// ProposalIndexPath is the write plane's local proposal index: a view of
+// the proposal log in the object store, rebuilt from it when missing.
+func (c *StorageConfig) ProposalIndexPath() string { return filepath.Join(c.DataDir, "proposals.db") }
 
 // ObjectsPath is the local object-store folder of the embedded default.
 func (c *StorageConfig) ObjectsPath() string { return filepath.Join(c.DataDir, "objects") }
@@ -243,6 +251,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Peers.RegisterFlags(fs)
 	c.Auth.RegisterFlags(fs)
 	c.RateLimit.RegisterFlags(fs)
+	c.HTTP.RegisterFlags(fs)
+	c.GRPC.RegisterFlags(fs)
 	c.Gateway.RegisterFlags(fs)
 	c.ProposalApply.RegisterFlags(fs)
 	c.SearchIndex.RegisterFlags(fs)
@@ -265,6 +275,12 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.RateLimit.Validate(); err != nil {
+		return err
+	}
+	if err := c.HTTP.Validate(); err != nil {
+		return err
+	}
+	if err := c.GRPC.Validate(); err != nil {
 		return err
 	}
 	if c.Storage.MirrorURL != "" && mods.Has(ModuleProposalApply) {
@@ -292,6 +308,10 @@ func (c *Config) Validate() error {
 	if mods.Has(ModuleGateway) {
 		if err := c.Gateway.Validate(); err != nil {
 			return err
+		}
+		// A 504 at --rest-timeout must still be writable.
+		if c.HTTP.WriteTimeout <= c.Gateway.Timeout {
+			return fmt.Errorf("--http-write-timeout %s must be longer than --rest-timeout %s, or a timed-out call's 504 could not be written", c.HTTP.WriteTimeout, c.Gateway.Timeout)
 		}
 		// The edge must not accept what the services refuse: the request
 		// messages hold strings, integers and enums, whose protobuf form is
