@@ -211,7 +211,12 @@ func (r *Report) budgets() []Budget {
 // write saves latest.{json,md} and dated copies in dir and prints the
 // Markdown to stdout.
 func (r *Report) write(dir string, stdout io.Writer) error {
-	md := r.Markdown()
+	return writeReport(dir, stdout, "latest", "perf-", r.Started, r.Markdown(), r)
+}
+
+// writeReport prints md to stdout and, when dir is set, saves md and v as
+// JSON in dir as <latest>.{json,md} and <dated><yyyymmdd-hhmmss>.{json,md}.
+func writeReport(dir string, stdout io.Writer, latest, dated string, started time.Time, md string, v any) error {
 	fmt.Fprint(stdout, md)
 	if dir == "" {
 		return nil
@@ -219,13 +224,13 @@ func (r *Report) write(dir string, stdout io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(r, "", "  ")
+	js, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	stamp := r.Started.Format("20060102-150405")
-	for name, data := range map[string][]byte{"latest.json": js, "latest.md": []byte(md),
-		"perf-" + stamp + ".json": js, "perf-" + stamp + ".md": []byte(md)} {
+	stamp := started.Format("20060102-150405")
+	for name, data := range map[string][]byte{latest + ".json": js, latest + ".md": []byte(md),
+		dated + stamp + ".json": js, dated + stamp + ".md": []byte(md)} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}

@@ -1,12 +1,9 @@
 package benchharness
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -360,26 +357,7 @@ func perSec(n int64, secs float64) float64 {
 // write saves soak-latest.{json,md} and dated copies in dir and prints the
 // Markdown to stdout.
 func (r *SoakReport) write(dir string, stdout io.Writer) error {
-	md := r.Markdown()
-	fmt.Fprint(stdout, md)
-	if dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	stamp := r.Started.Format("20060102-150405")
-	for name, data := range map[string][]byte{"soak-latest.json": js, "soak-latest.md": []byte(md),
-		"soak-" + stamp + ".json": js, "soak-" + stamp + ".md": []byte(md)} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeReport(dir, stdout, "soak-latest", "soak-", r.Started, r.Markdown(), r)
 }
 
 // maxCurveRows bounds the printed curve: samples are grouped into rows

@@ -197,7 +197,7 @@ func (s *Store) writable() error {
 	through := s.unindexedBatch
 	changes, err := s.idx.put(batch, &through, false)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrIndexUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrIndexUnavailable, err)
 	}
 	s.counted(changes)
 	clear(s.unindexed)
