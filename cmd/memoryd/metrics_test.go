@@ -331,6 +331,9 @@ func TestOperatorMetrics(t *testing.T) {
 			"memory_entity_graph_commits_behind", "memory_entity_graph_lag_seconds"} {
 			o.eventually(t, name, nil, equals(0), "the read plane caught up with main")
 		}
+		for _, kind := range []string{"nodes", "edges", "fact_changes"} {
+			o.eventually(t, "memory_entity_graph_size", scope("kind", kind), atLeast(0), "what the in-memory graph holds, which grows with history")
+		}
 	})
 
 	t.Run("object-store operations and errors by op", func(t *testing.T) {

@@ -293,6 +293,21 @@ type Graph struct {
 	ord      uint32
 }
 
+// Size is how much a graph holds; it grows with history (closed edge
+// intervals and fact changes are kept), so it is exported as a metric.
+type Size struct {
+	Nodes, Edges, FactChanges int
+}
+
+// Size counts what g holds: O(nodes) for the fact changes.
+func (g *Graph) Size() Size {
+	sz := Size{Nodes: len(g.nodes), Edges: len(g.edges)}
+	for _, h := range g.history {
+		sz.FactChanges += len(h)
+	}
+	return sz
+}
+
 // indexEdge records a new edge key in the adjacency index.
 func (g *Graph) indexEdge(k edgeKey) {
 	g.adj[k.from] = append(g.adj[k.from], k)

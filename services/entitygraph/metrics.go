@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/garden-bloom/memory/pkg/telemetry"
 )
@@ -32,4 +34,32 @@ func (s *Service) instrument(mp metric.MeterProvider) (metric.Registration, erro
 			lag, err := repo.Behind(ctx, head, last, lagWalkLimit)
 			return int64(lag.Commits), lag.Age(time.Now()), err == nil, err
 		})
+}
+
+// instrumentSize exports what the graph holds — nodes, edges (closed
+// intervals included) and fact changes — which grows with history until
+// the graph moves off the heap (issue #30): memory.entity_graph.size.
+func (s *Service) instrumentSize(mp metric.MeterProvider) (metric.Registration, error) {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m := mp.Meter("github.com/garden-bloom/memory/services/entitygraph")
+	size, err := m.Int64ObservableGauge("memory.entity_graph.size", metric.WithUnit("{item}"),
+		metric.WithDescription("What the in-memory entity graph holds, by kind: nodes, edges (closed intervals included), fact changes."))
+	if err != nil {
+		return nil, err
+	}
+	kinds := map[string]metric.ObserveOption{}
+	for _, k := range []string{"nodes", "edges", "fact_changes"} {
+		kinds[k] = metric.WithAttributes(attribute.String("kind", k))
+	}
+	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		s.mu.RLock()
+		sz := s.graph.Size()
+		s.mu.RUnlock()
+		o.ObserveInt64(size, int64(sz.Nodes), kinds["nodes"])
+		o.ObserveInt64(size, int64(sz.Edges), kinds["edges"])
+		o.ObserveInt64(size, int64(sz.FactChanges), kinds["fact_changes"])
+		return nil
+	}, size)
 }

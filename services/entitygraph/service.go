@@ -83,8 +83,9 @@ type Service struct {
 
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
-	// observing is the lag gauges' callback, unregistered by Stop.
-	observing metric.Registration
+	// observing and observingSize are the lag and size gauges'
+	// callbacks, unregistered by Stop.
+	observing, observingSize metric.Registration
 }
 
 // New returns the service; Start builds the graph.
@@ -97,6 +98,9 @@ func New(d Deps) *Service {
 	var err error
 	if s.observing, err = s.instrument(d.MeterProvider); err != nil {
 		s.logger.Warn("entity graph lag not measured", "err", err)
+	}
+	if s.observingSize, err = s.instrumentSize(d.MeterProvider); err != nil {
+		s.logger.Warn("entity graph size not measured", "err", err)
 	}
 	return s
 }
@@ -117,8 +121,10 @@ func (s *Service) Start(ctx context.Context) {
 
 // Stop stops following.
 func (s *Service) Stop() {
-	if s.observing != nil {
-		_ = s.observing.Unregister()
+	for _, r := range []metric.Registration{s.observing, s.observingSize} {
+		if r != nil {
+			_ = r.Unregister()
+		}
 	}
 	if s.cancel != nil {
 		s.cancel()
