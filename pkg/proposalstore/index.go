@@ -300,18 +300,18 @@ func (x *index) close() error {
 	return err
 }
 
-// through returns the last batch taken in and whether the legacy documents
-// have been read.
-func (x *index) through() (batch uint64, any, legacy bool) {
+// through returns the last batch taken in (ok: there is one) and whether
+// the legacy documents have been read.
+func (x *index) through() (batch uint64, ok, legacy bool) {
 	_ = x.db.View(func(tx *bolt.Tx) error {
 		st := tx.Bucket(bucketState)
 		if v := st.Get(keyThrough); len(v) == 8 {
-			batch, any = binary.BigEndian.Uint64(v), true
+			batch, ok = binary.BigEndian.Uint64(v), true
 		}
 		legacy = st.Get(keyLegacy) != nil
 		return nil
 	})
-	return batch, any, legacy
+	return batch, ok, legacy
 }
 
 // entry is one document to take in.

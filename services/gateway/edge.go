@@ -137,10 +137,10 @@ func (e *edge) readBody(w http.ResponseWriter, r *http.Request, route *restjson.
 	if !utf8.Valid(body) {
 		return http.StatusBadRequest, invalid("the request body is not valid UTF-8")
 	}
-	if jsonTooDeep(body, MaxJSONDepth) {
+	switch deep, trailing := scanJSON(body, MaxJSONDepth); {
+	case deep:
 		return http.StatusBadRequest, invalid("the request body nests more than " + strconv.Itoa(MaxJSONDepth) + " levels deep")
-	}
-	if trailingJSON(body) {
+	case trailing:
 		return http.StatusBadRequest, invalid("the request body holds more than one JSON value")
 	}
 	if err := agentMatchesPath(r.URL.Path, body); err != nil {
@@ -179,20 +179,6 @@ func checkEnums(route *restjson.Route, body []byte) error {
 	return apierr.New(codes.InvalidArgument, reason,
 		fmt.Sprintf("%s: %q is not one of %s", bad.Field, apierr.Clip(bad.Value), strings.Join(bad.Allowed, ", ")),
 		map[string]string{"field": bad.Field})
-}
-
-// trailingJSON reports a body with something after its first JSON value:
-// the decoder reads only the first, so the rest would be silently ignored
-// (and the edge's own checks of the body skipped). A body that is not JSON
-// at all is left to the decoder, which says what is wrong.
-func trailingJSON(body []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var first json.RawMessage
-	if dec.Decode(&first) != nil {
-		return false
-	}
-	_, err := dec.Token()
-	return !errors.Is(err, io.EOF)
 }
 
 // agentMatchesPath refuses a body whose agentId (or agent_id) names

@@ -1,13 +1,16 @@
 package gateway
 
-// jsonTooDeep reports whether the JSON text b nests objects and arrays more
-// than max levels deep. It runs before any decoding, so a hostile body costs
-// one linear pass without allocations: it only counts brackets outside
-// string literals (honouring backslash escapes) and leaves every other
-// question of well-formedness to the decoder.
-func jsonTooDeep(b []byte, max int) bool {
+// scanJSON makes one pass over the JSON text b, before any decoding, so a
+// hostile body costs one linear pass without allocations. It reports
+// whether objects and arrays nest more than max levels deep, and whether
+// anything but white space follows the first top-level object or array
+// (the decoder reads only the first value, so the rest would be silently
+// ignored, and the edge's own checks of the body skipped). It only counts
+// brackets outside string literals (honouring backslash escapes) and
+// leaves every other question of well-formedness to the decoder.
+func scanJSON(b []byte, max int) (tooDeep, trailing bool) {
 	depth := 0
-	inString := false
+	inString, closed := false, false
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if inString {
@@ -19,19 +22,26 @@ func jsonTooDeep(b []byte, max int) bool {
 			}
 			continue
 		}
+		if closed {
+			if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+				return false, true
+			}
+			continue
+		}
 		switch c {
 		case '"':
 			inString = true
 		case '{', '[':
 			depth++
 			if depth > max {
-				return true
+				return true, false
 			}
 		case '}', ']':
 			if depth > 0 {
 				depth--
+				closed = depth == 0
 			}
 		}
 	}
-	return false
+	return false, false
 }

@@ -34,7 +34,8 @@ func TestJSONTooDeep(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.deep, jsonTooDeep([]byte(tt.in), tt.max))
+			deep, _ := scanJSON([]byte(tt.in), tt.max)
+			require.Equal(t, tt.deep, deep)
 		})
 	}
 }
@@ -43,8 +44,24 @@ func BenchmarkJSONTooDeep(b *testing.B) {
 	body := []byte(`{"agentId":"a","updates":[` + strings.Repeat(`{"file":"facts.md","content":"- a \"quoted\" fact [x]"},`, 20000) + `{}]}`)
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if jsonTooDeep(body, MaxJSONDepth) {
+		if deep, _ := scanJSON(body, MaxJSONDepth); deep {
 			b.Fatal("not deep")
 		}
+	}
+}
+
+func TestScanJSONFindsTrailingValues(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"a":1}`:           false,
+		"{\"a\":1} \n\t\r":  false,
+		`{"a":"}"} {"b":2}`: true,
+		`{"a":1}}`:          true,
+		`[1,[2]] x`:         true,
+		`{"s":"{}"}`:        false,
+		"":                  false,
+		`{"a":[1,2]} {"b":`: true,
+	} {
+		_, trailing := scanJSON([]byte(in), MaxJSONDepth)
+		require.Equal(t, want, trailing, "%q", in)
 	}
 }
