@@ -231,9 +231,14 @@ func TestStartsWithoutObjectStore(t *testing.T) {
 	// A read replica following the repository starts too.
 	replica := startBinary(t, t.TempDir(), "--target=read", "--objects-url", url, "--auth-secret-file", filepath.Join(dataDir, "auth.secret"),
 		"--repo-mirror-url", filepath.Join(dataDir, "memory.git"), "--proposal-apply-addr", p.grpcAddr)
-	rread, err := memoryv1.NewContextAssemblyServiceClient(dial(t, replica.grpcAddr)).ReadMemory(ctx,
-		&memoryv1.ReadMemoryRequest{AgentId: "degraded", Mode: memoryv1.ReadMode_READ_MODE_WIDE})
-	require.NoError(t, err)
+	replicaCA := memoryv1.NewContextAssemblyServiceClient(dial(t, replica.grpcAddr))
+	var rread *memoryv1.ReadMemoryResponse
+	// The mirror is fetched in the background after start: UNAVAILABLE
+	// (with RetryInfo) until the first fetch lands.
+	require.Eventually(t, func() bool {
+		rread, err = replicaCA.ReadMemory(ctx, &memoryv1.ReadMemoryRequest{AgentId: "degraded", Mode: memoryv1.ReadMode_READ_MODE_WIDE})
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "the replica serves reads: %v", err)
 	require.Contains(t, fmt.Sprint(rread.GetContent()), "written before the outage")
 
 	// The store comes back: writes resume by themselves, health clears.

@@ -190,24 +190,11 @@ func (g *Guard) check() error {
 // and is returned wrapping ErrUnavailable; the caller's mistakes and
 // cancellations pass through unchanged.
 func (g *Guard) observe(ctx context.Context, err error) error {
-	if err == nil || !storeFailure(ctx, err) {
+	if !failed(ctx, err) || errors.Is(err, ErrUnavailable) {
 		return err
 	}
 	g.markDown(err)
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
-}
-
-// storeFailure tells a failure of the store from an answer about the
-// request (missing key, bad key) or the caller giving up.
-func storeFailure(ctx context.Context, err error) bool {
-	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidKey), errors.Is(err, ErrKeyConflict),
-		errors.Is(err, ErrUnavailable), errors.Is(err, errCallerReader):
-		return false
-	case ctx.Err() != nil:
-		return false // the caller cancelled or ran out of time
-	}
-	return true
 }
 
 // DiskFull reports whether err is a full disk (or quota) under the store.

@@ -64,13 +64,16 @@ func (s *Instrumented) done(ctx context.Context, op string, start time.Time, err
 }
 
 // failed reports whether err is the store's failure rather than an answer
-// or the caller giving up.
+// about the request (a missing object, a bad or conflicting key, the
+// caller's own reader failing) or the caller giving up. Guard and the
+// metrics share it.
 func failed(ctx context.Context, err error) bool {
 	switch {
-	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidKey):
+	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalidKey), errors.Is(err, ErrKeyConflict),
+		errors.Is(err, errCallerReader):
 		return false
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return false
+	case ctx.Err() != nil:
+		return false // the caller cancelled or ran out of time
 	}
 	return true
 }
