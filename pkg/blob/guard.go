@@ -37,7 +37,8 @@ type GuardOptions struct {
 }
 
 // Guard wraps a Store and tracks whether it is reachable. A failure of the
-// store (not a missing key or a bad request) marks it down; while it is
+// store (not a missing key or a bad request) that a probe confirms marks
+// it down; while it is
 // down every call fails at once with ErrUnavailable, and a probe every
 // ProbeEvery brings it back. So an outage costs callers microseconds, not
 // the seconds of a network timeout, and a process can start and serve
@@ -46,12 +47,13 @@ type Guard struct {
 	store Store
 	opts  GuardOptions
 
-	mu     sync.Mutex
-	down   error // the failure that marked it down; nil = up
-	since  time.Time
-	probe  chan struct{} // closed when the probe loop ends
-	cancel context.CancelFunc
-	closed bool
+	mu      sync.Mutex
+	probing bool  // a failed call's probe is under way (suspect)
+	down    error // the failure that marked it down; nil = up
+	since   time.Time
+	probe   chan struct{} // closed when the probe loop ends
+	cancel  context.CancelFunc
+	closed  bool
 }
 
 // NewGuard guards s and probes it once, within ProbeTimeout: a store that
@@ -193,8 +195,32 @@ func (g *Guard) observe(ctx context.Context, err error) error {
 	if !failed(ctx, err) || errors.Is(err, ErrUnavailable) {
 		return err
 	}
-	g.markDown(err)
+	g.suspect()
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// suspect probes the store after a failed call and marks it down only when
+// the probe fails too: one failed call (a server restarting, a dropped
+// connection) must not fail every call for a probe interval.
+func (g *Guard) suspect() {
+	g.mu.Lock()
+	if g.down != nil || g.closed || g.probing {
+		g.mu.Unlock()
+		return
+	}
+	g.probing = true
+	g.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), g.opts.ProbeTimeout)
+		err := g.probeOnce(ctx)
+		cancel()
+		g.mu.Lock()
+		g.probing = false
+		g.mu.Unlock()
+		if err != nil {
+			g.markDown(err)
+		}
+	}()
 }
 
 // DiskFull reports whether err is a full disk (or quota) under the store.

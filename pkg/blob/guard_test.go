@@ -49,12 +49,12 @@ func TestGuardStartsDownFailsFastAndRecovers(t *testing.T) {
 	_, err = blob.PutBytes(ctx, g, "a/b", []byte("x"), blob.PutOptions{})
 	require.NoError(t, err, "the bucket was created by the probe")
 
-	// Going down while up: the first failing call marks it down.
+	// Going down while up: the first failing call has the store probed,
+	// and the failed probe marks it down.
 	m.Stop()
 	_, _, err = g.Get(ctx, "a/b")
 	require.ErrorIs(t, err, blob.ErrUnavailable)
-	up, _, _ = g.Status()
-	require.False(t, up)
+	require.Eventually(t, func() bool { up, _, _ := g.Status(); return !up }, 5*time.Second, 10*time.Millisecond)
 	require.NoError(t, m.Start())
 	require.Eventually(t, func() bool { up, _, _ := g.Status(); return up }, 10*time.Second, 20*time.Millisecond)
 	got, _, err := blob.GetBytes(ctx, g, "a/b")
@@ -96,4 +96,40 @@ func must(v string, ok bool) string {
 		panic("missing")
 	}
 	return v
+}
+
+// flaky fails its next Get once, as a store does for one dropped
+// connection, and answers everything else.
+type flaky struct {
+	blob.Store
+	fail bool
+}
+
+func (f *flaky) Get(ctx context.Context, key string) (io.ReadCloser, blob.Info, error) {
+	if f.fail {
+		f.fail = false
+		return nil, blob.Info{}, errors.New("connection reset by peer")
+	}
+	return f.Store.Get(ctx, key)
+}
+
+// One failed call whose probe succeeds leaves the store up: a blip must
+// not fail every call for a probe interval.
+func TestGuardOneFailureWithAGoodProbeStaysUp(t *testing.T) {
+	ctx := context.Background()
+	fs, err := blob.NewFS(t.TempDir())
+	require.NoError(t, err)
+	_, err = blob.PutBytes(ctx, fs, "k", []byte("v"), blob.PutOptions{})
+	require.NoError(t, err)
+	f := &flaky{Store: fs, fail: true}
+	g := blob.NewGuard(ctx, f, blob.GuardOptions{ProbeEvery: time.Hour})
+	defer g.Close()
+	_, _, err = g.Get(ctx, "k")
+	require.ErrorIs(t, err, blob.ErrUnavailable)
+	time.Sleep(100 * time.Millisecond) // the probe runs and succeeds
+	up, cause, _ := g.Status()
+	require.True(t, up, "%v", cause)
+	got, _, err := blob.GetBytes(ctx, g, "k")
+	require.NoError(t, err)
+	require.Equal(t, "v", string(got))
 }
