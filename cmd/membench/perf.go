@@ -11,10 +11,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/garden-bloom/memory/pkg/benchharness"
+	"github.com/garden-bloom/memory/cmd/membench/internal/benchharness"
 )
 
-// perf runs the load benchmark (pkg/benchharness) and prints its Markdown
+// perf runs the load benchmark (cmd/membench/internal/benchharness) and prints its Markdown
 // report; progress goes to stderr.
 func perf(ctx context.Context, args []string, out io.Writer) error {
 	d := benchharness.DefaultOptions()

@@ -20,7 +20,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
-	"github.com/garden-bloom/memory/pkg/ireval"
+	"github.com/garden-bloom/memory/cmd/membench/internal/ireval"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/services/searchindex"
 )

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/garden-bloom/memory/pkg/benchharness"
+	"github.com/garden-bloom/memory/cmd/membench/internal/benchharness"
 )
 
-// soak runs the endurance test (pkg/benchharness, RunSoak): the curve and
+// soak runs the endurance test (cmd/membench/internal/benchharness, RunSoak): the curve and
 // the verdict go to out, progress to stderr; a failed soak is an error.
 func soak(ctx context.Context, args []string, out io.Writer) error {
 	d := benchharness.DefaultSoakOptions()

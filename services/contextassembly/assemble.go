@@ -15,7 +15,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memread"
-	"github.com/garden-bloom/memory/pkg/searchindex"
+	"github.com/garden-bloom/memory/pkg/fulltext"
 )
 
 // Context assembly limits (spec integration §5).
@@ -126,7 +126,7 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 		} else {
 			// The hint is an agent's words, not query syntax: its quotes,
 			// AND/OR/NOT, -word or field:value require and filter nothing.
-			sreq := &memoryv1.SearchRequest{Query: searchindex.NaturalQuery(hint), TopK: int32(topK), AgentId: req.GetAgentId(),
+			sreq := &memoryv1.SearchRequest{Query: fulltext.NaturalQuery(hint), TopK: int32(topK), AgentId: req.GetAgentId(),
 				OmitExcerpts: true} // fillHit reads the lines
 			if req.GetAt() != "" {
 				sreq.At = sha // hits as of the very commit read, not the index's head

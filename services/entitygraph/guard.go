@@ -9,7 +9,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/dupfacts"
-	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 )
 
@@ -40,7 +40,7 @@ func (h *handler) CheckProposal(ctx context.Context, req *memoryv1.CheckProposal
 	h.svc.mu.RLock()
 	defer h.svc.mu.RUnlock()
 	for _, ref := range req.GetEntityRefs() {
-		if _, _, ok := h.svc.graph.Node(entitygraph.Slug(ref), timeZero); !ok {
+		if _, _, ok := h.svc.graph.Node(temporalgraph.Slug(ref), timeZero); !ok {
 			resp.Findings = append(resp.Findings, &memoryv1.CheckFinding{Kind: FindingUnknownRef, UpdateIndex: -1,
 				Detail: fmt.Sprintf("entity ref %q is not in the entity graph", ref)})
 		}
@@ -52,8 +52,8 @@ func (h *handler) CheckProposal(ctx context.Context, req *memoryv1.CheckProposal
 			}
 		}
 		if u.GetFile() == memlayout.FactsFile && u.GetOperation() == memoryv1.Operation_OPERATION_REMOVE {
-			for _, m := range entitygraph.Extract(memlayout.AgentDir(agent)+memlayout.FactsFile, "- "+strings.TrimPrefix(strings.TrimSpace(u.GetContent()), "- ")+"\n") {
-				if m.Relation != entitygraph.RelRefersTo {
+			for _, m := range temporalgraph.Extract(memlayout.AgentDir(agent)+memlayout.FactsFile, "- "+strings.TrimPrefix(strings.TrimSpace(u.GetContent()), "- ")+"\n") {
+				if m.Relation != temporalgraph.RelRefersTo {
 					continue
 				}
 				n, _, ok := h.svc.graph.Node(m.EntityID, timeZero)

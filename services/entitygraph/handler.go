@@ -16,7 +16,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/authz"
-	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/restjson"
@@ -62,7 +62,7 @@ func (h *handler) viewer(ctx context.Context) (viewer, error) {
 
 // visible reports whether the viewer may know of node n at all: some ref
 // of it is in the viewer's files.
-func (v viewer) visible(n entitygraph.Node) bool {
+func (v viewer) visible(n temporalgraph.Node) bool {
 	return v.agents == nil || len(v.node(n).Refs) > 0
 }
 
@@ -84,16 +84,16 @@ func (v viewer) sees(file string) bool {
 // times have one-second precision), so its point also counts the commits
 // of the same second before it on main's first-parent line — the order the
 // graph applies them in. A time is the newest commit at or before it.
-func (h *handler) at(ctx context.Context, at string) (entitygraph.Point, error) {
+func (h *handler) at(ctx context.Context, at string) (temporalgraph.Point, error) {
 	if at == "" {
-		return entitygraph.Point{}, nil
+		return temporalgraph.Point{}, nil
 	}
 	if t, err := time.Parse(time.RFC3339, at); err == nil {
-		return entitygraph.AtTime(t), nil
+		return temporalgraph.AtTime(t), nil
 	}
 	repo, err := h.svc.repo.Get()
 	if err != nil {
-		return entitygraph.Point{}, apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is unavailable", 5*time.Second)
+		return temporalgraph.Point{}, apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is unavailable", 5*time.Second)
 	}
 	hash, err := repo.ResolveRevision(ctx, at)
 	if err == nil {
@@ -111,13 +111,13 @@ func (h *handler) at(ctx context.Context, at string) (entitygraph.Point, error) 
 			return nil
 		})
 		if err == nil {
-			return entitygraph.AtCommit(when.UTC(), ord), nil
+			return temporalgraph.AtCommit(when.UTC(), ord), nil
 		}
 		if ctx.Err() != nil {
-			return entitygraph.Point{}, status.FromContextError(ctx.Err()).Err()
+			return temporalgraph.Point{}, status.FromContextError(ctx.Err()).Err()
 		}
 	}
-	return entitygraph.Point{}, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
+	return temporalgraph.Point{}, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
 		fmt.Sprintf("at %q is neither an RFC 3339 time nor a commit of main", at), map[string]string{"at": at})
 }
 
@@ -137,7 +137,7 @@ func relation(r string) memoryv1.Relation {
 	return memoryv1.Relation(v)
 }
 
-func (v viewer) node(n entitygraph.Node) *memoryv1.Entity {
+func (v viewer) node(n temporalgraph.Node) *memoryv1.Entity {
 	e := &memoryv1.Entity{EntityId: n.ID, Type: entityType(n.Type), Label: n.Label, Aliases: n.Aliases}
 	for _, r := range n.Refs {
 		if v.sees(r) {
@@ -152,7 +152,7 @@ func (v viewer) node(n entitygraph.Node) *memoryv1.Entity {
 
 // edges converts edges, keeping only evidence the viewer may see and edges
 // left with some.
-func (v viewer) edges(es []entitygraph.Edge) []*memoryv1.Edge {
+func (v viewer) edges(es []temporalgraph.Edge) []*memoryv1.Edge {
 	var out []*memoryv1.Edge
 	for _, e := range es {
 		pe := &memoryv1.Edge{FromEntityId: e.From, ToEntityId: e.To, Relation: relation(e.Relation), ValidFrom: timestamppb.New(e.ValidFrom)}
@@ -205,7 +205,7 @@ func (h *handler) GetEntity(ctx context.Context, req *memoryv1.GetEntityRequest)
 		return nil, err
 	}
 	h.svc.mu.RLock()
-	n, edges, ok := h.svc.graph.NodeAt(entitygraph.Slug(req.GetEntityId()), at)
+	n, edges, ok := h.svc.graph.NodeAt(temporalgraph.Slug(req.GetEntityId()), at)
 	h.svc.mu.RUnlock()
 	e := v.node(n)
 	if !ok || (v.agents != nil && len(e.Refs) == 0) {
@@ -246,7 +246,7 @@ func (h *handler) ListEntities(ctx context.Context, req *memoryv1.ListEntitiesRe
 	if err != nil {
 		return nil, err
 	}
-	filter := entitygraph.NodeFilter{Query: req.GetQuery(), Point: at}
+	filter := temporalgraph.NodeFilter{Query: req.GetQuery(), Point: at}
 	if t := req.GetType(); t != memoryv1.EntityType_ENTITY_TYPE_UNSPECIFIED {
 		filter.Type = restjson.EnumName(t)
 	}
@@ -289,8 +289,8 @@ func (h *handler) GetNeighbors(ctx context.Context, req *memoryv1.GetNeighborsRe
 	if err != nil {
 		return nil, err
 	}
-	if req.GetDepth() < 0 || req.GetDepth() > entitygraph.MaxDepth {
-		return nil, invalid("depth", fmt.Sprintf("depth must be 1 to %d", entitygraph.MaxDepth))
+	if req.GetDepth() < 0 || req.GetDepth() > temporalgraph.MaxDepth {
+		return nil, invalid("depth", fmt.Sprintf("depth must be 1 to %d", temporalgraph.MaxDepth))
 	}
 	at, err := h.at(ctx, req.GetAt())
 	if err != nil {
@@ -300,7 +300,7 @@ func (h *handler) GetNeighbors(ctx context.Context, req *memoryv1.GetNeighborsRe
 	for _, r := range req.GetRelations() {
 		rels = append(rels, restjson.EnumName(r))
 	}
-	id := entitygraph.Slug(req.GetEntityId())
+	id := temporalgraph.Slug(req.GetEntityId())
 	h.svc.mu.RLock()
 	start, _, ok := h.svc.graph.NodeAt(id, at)
 	nodes, edges := h.svc.graph.NeighborsAt(id, int(req.GetDepth()), rels, at)
@@ -317,7 +317,7 @@ func (h *handler) GetNeighbors(ctx context.Context, req *memoryv1.GetNeighborsRe
 		resp.Edges = slices.DeleteFunc(resp.Edges, func(e *memoryv1.Edge) bool {
 			return !reached[e.GetFromEntityId()] || !reached[e.GetToEntityId()]
 		})
-		nodes = slices.DeleteFunc(nodes, func(n entitygraph.Node) bool { return !reached[n.ID] })
+		nodes = slices.DeleteFunc(nodes, func(n temporalgraph.Node) bool { return !reached[n.ID] })
 	}
 	for _, n := range nodes {
 		if v.visible(n) {
@@ -363,10 +363,10 @@ func (h *handler) GetEntityHistory(ctx context.Context, req *memoryv1.GetEntityH
 		}
 	}
 	h.svc.mu.RLock()
-	changes := h.svc.graph.History(entitygraph.Slug(req.GetEntityId()))
-	node, _, known := h.svc.graph.Node(entitygraph.Slug(req.GetEntityId()), timeZero)
+	changes := h.svc.graph.History(temporalgraph.Slug(req.GetEntityId()))
+	node, _, known := h.svc.graph.Node(temporalgraph.Slug(req.GetEntityId()), timeZero)
 	h.svc.mu.RUnlock()
-	if v.agents != nil && !(known && v.visible(node)) && !slices.ContainsFunc(changes, func(c entitygraph.FactChange) bool { return v.sees(c.File) }) {
+	if v.agents != nil && !(known && v.visible(node)) && !slices.ContainsFunc(changes, func(c temporalgraph.FactChange) bool { return v.sees(c.File) }) {
 		// For an agent token an entity only other agents know reads like
 		// an unknown one, as GetEntity answers.
 		return nil, notFound(req.GetEntityId())

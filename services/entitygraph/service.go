@@ -27,7 +27,7 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/commitfeed"
 	"github.com/garden-bloom/memory/pkg/commitmsg"
-	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/readstate"
 )
@@ -74,7 +74,7 @@ type Service struct {
 	kick   chan struct{}
 
 	mu    sync.RWMutex // the graph is not safe for concurrent use
-	graph *entitygraph.Graph
+	graph *temporalgraph.Graph
 	last  plumbing.Hash
 	saved plumbing.Hash // the commit the snapshot on disk is at
 	// sharedAt is when the graph was loaded from the object store (zero:
@@ -94,7 +94,7 @@ func New(d Deps) *Service {
 		d.Poll = time.Second
 	}
 	s := &Service{deps: d, logger: d.Logger.With("service", "entity-graph"), repo: memrepo.LazyFor(d.Repo, d.RepoPath),
-		kick: make(chan struct{}, 1), graph: entitygraph.New()}
+		kick: make(chan struct{}, 1), graph: temporalgraph.New()}
 	var err error
 	if s.observing, err = s.instrument(d.MeterProvider); err != nil {
 		s.logger.Warn("entity graph lag not measured", "err", err)
@@ -169,7 +169,7 @@ func (s *Service) loop(ctx context.Context) {
 }
 
 // snapshotHeader starts the snapshot file: the commit the graph is at.
-// The graph's own stream (entitygraph.EncodeSnapshot) follows it.
+// The graph's own stream (temporalgraph.EncodeSnapshot) follows it.
 type snapshotHeader struct {
 	Commit string
 }
@@ -221,13 +221,13 @@ func (s *Service) loadShared(ctx context.Context) {
 	}
 }
 
-func decodeSnapshot(r io.Reader) (snapshotHeader, *entitygraph.Graph, error) {
+func decodeSnapshot(r io.Reader) (snapshotHeader, *temporalgraph.Graph, error) {
 	var f snapshotHeader
 	dec := gob.NewDecoder(bufio.NewReaderSize(r, 1<<16))
 	if err := dec.Decode(&f); err != nil {
 		return f, nil, err
 	}
-	g, err := entitygraph.DecodeSnapshot(dec)
+	g, err := temporalgraph.DecodeSnapshot(dec)
 	return f, g, err
 }
 
@@ -353,7 +353,7 @@ func (s *Service) catchUp(ctx context.Context) error {
 		// History was rewritten: rebuild from scratch.
 		s.logger.Warn("last applied commit is gone from main; rebuilding the entity graph", "commit", last.String())
 		s.mu.Lock()
-		s.graph, s.last = entitygraph.New(), plumbing.ZeroHash
+		s.graph, s.last = temporalgraph.New(), plumbing.ZeroHash
 		s.mu.Unlock()
 		return s.catchUp(ctx)
 	}
@@ -399,7 +399,7 @@ func saveDue(sinceLast, lastCost, floor time.Duration) bool {
 // snapshot now and then, so a restart resumes instead of starting over.
 func (s *Service) replay(ctx context.Context, repo *memrepo.Repo, pending []plumbing.Hash) error {
 	type result struct {
-		c   entitygraph.Commit
+		c   temporalgraph.Commit
 		err error
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -431,7 +431,7 @@ func (s *Service) replay(ctx context.Context, repo *memrepo.Repo, pending []plum
 				}
 				c, err := s.commit(ctx, repo, co)
 				if err == nil {
-					entitygraph.Prepare(&c)
+					temporalgraph.Prepare(&c)
 				}
 				out <- result{c, err}
 			}
@@ -473,8 +473,8 @@ func (s *Service) replay(ctx context.Context, repo *memrepo.Repo, pending []plum
 }
 
 // commit reads what the graph needs of one commit.
-func (s *Service) commit(ctx context.Context, repo *memrepo.Repo, c *object.Commit) (entitygraph.Commit, error) {
-	out := entitygraph.Commit{Sha: c.Hash.String(), Time: c.Committer.When, Files: map[string]*string{}}
+func (s *Service) commit(ctx context.Context, repo *memrepo.Repo, c *object.Commit) (temporalgraph.Commit, error) {
+	out := temporalgraph.Commit{Sha: c.Hash.String(), Time: c.Committer.When, Files: map[string]*string{}}
 	if u := commitmsg.Parse(c.Message).Update; u != nil {
 		// Clones: the graph keeps these (fact history), and substrings
 		// would keep every commit's whole message alive with them.

@@ -10,7 +10,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
-	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
 	"github.com/garden-bloom/memory/pkg/mdops"
 )
 
@@ -20,7 +20,7 @@ const maxWhyDepth = 10
 // decisionEntry finds a decision's fields in its decisions.md at main,
 // reading only the files the viewer may see: two agents' entries with the
 // same date and title are one node, and one agent must not get the other's.
-func (h *handler) decisionEntry(ctx context.Context, v viewer, n entitygraph.Node) (*memoryv1.Decision, error) {
+func (h *handler) decisionEntry(ctx context.Context, v viewer, n temporalgraph.Node) (*memoryv1.Decision, error) {
 	repo, err := h.svc.repo.Get()
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (h *handler) decisionEntry(ctx context.Context, v viewer, n entitygraph.Nod
 			continue
 		}
 		for _, d := range mdops.ParseDecisions(string(data)) {
-			if "decision-"+entitygraph.Slug(d.Date.Format("2006-01-02")+" "+d.Title) == n.ID {
+			if "decision-"+temporalgraph.Slug(d.Date.Format("2006-01-02")+" "+d.Title) == n.ID {
 				return &memoryv1.Decision{Id: n.ID, Title: d.Title, Status: d.Status, Context: d.Context, Decision: d.Decision,
 					Rationale: d.Rationale, Consequences: d.Consequences, RunId: d.RunID, Date: timestamppb.New(d.Date)}, nil
 			}
@@ -64,12 +64,12 @@ func (h *handler) ExplainDecision(ctx context.Context, req *memoryv1.ExplainDeci
 	}
 	h.svc.mu.RLock()
 	defer h.svc.mu.RUnlock()
-	id := entitygraph.Slug(req.GetDecisionId())
+	id := temporalgraph.Slug(req.GetDecisionId())
 	if id == "" {
 		if strings.TrimSpace(req.GetQuery()) == "" {
 			return nil, invalid("decisionId", "give a decisionId or a query")
 		}
-		found := h.svc.graph.Nodes(entitygraph.NodeFilter{Type: entitygraph.TypeDecision, Query: req.GetQuery()})
+		found := h.svc.graph.Nodes(temporalgraph.NodeFilter{Type: temporalgraph.TypeDecision, Query: req.GetQuery()})
 		for _, n := range found {
 			if len(v.node(n).Refs) > 0 {
 				id = n.ID // newest id sorts last: dates lead the ids
@@ -96,7 +96,7 @@ func (h *handler) ExplainDecision(ctx context.Context, req *memoryv1.ExplainDeci
 				}
 				continue
 			}
-			if n.Type != entitygraph.TypeDecision {
+			if n.Type != temporalgraph.TypeDecision {
 				continue
 			}
 			d, err := h.decisionEntry(ctx, v, n)

@@ -21,7 +21,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/dupfacts"
-	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memread"
 	"github.com/garden-bloom/memory/pkg/proposalstore"
@@ -292,14 +292,14 @@ func (h *handler) graphFlags(ctx context.Context, p *memoryv1.Proposal) []string
 			continue
 		}
 		if f, err := memlayout.Resolve(p.GetAgentId(), u.GetFile()); err == nil {
-			for _, m := range entitygraph.Extract(f.Path, u.GetContent()+"\n"+decisionText(u.GetDecision())) {
+			for _, m := range temporalgraph.Extract(f.Path, u.GetContent()+"\n"+decisionText(u.GetDecision())) {
 				introduced[m.EntityID] = true
 			}
 		}
 	}
 	var refs []string
 	for _, r := range p.GetEntityRefs() {
-		if !introduced[entitygraph.Slug(r)] {
+		if !introduced[temporalgraph.Slug(r)] {
 			refs = append(refs, r)
 		}
 	}

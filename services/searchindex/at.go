@@ -13,7 +13,7 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/memrepo"
-	"github.com/garden-bloom/memory/pkg/searchindex"
+	"github.com/garden-bloom/memory/pkg/fulltext"
 )
 
 // Search as of a past commit (SearchRequest.at). The index holds only the
@@ -67,8 +67,8 @@ func resolveAt(ctx context.Context, repo *memrepo.Repo, at string) (plumbing.Has
 }
 
 // agentFilesAt reads and chunks agent's searchable files at commit.
-func agentFilesAt(ctx context.Context, repo *memrepo.Repo, commit plumbing.Hash, agent string) ([]searchindex.File, error) {
-	var out []searchindex.File
+func agentFilesAt(ctx context.Context, repo *memrepo.Repo, commit plumbing.Hash, agent string) ([]fulltext.File, error) {
+	var out []fulltext.File
 	total := 0
 	for _, dir := range []string{"memory/" + agent, "logic/" + agent} {
 		paths, err := repo.ListFiles(ctx, commit, dir)
@@ -96,7 +96,7 @@ func agentFilesAt(ctx context.Context, repo *memrepo.Repo, commit plumbing.Hash,
 var errAtTooLarge = errors.New("too much to search at a past commit")
 
 // searchAt runs q (its AgentID set) against agent's files at commit.
-func (h *handler) searchAt(ctx context.Context, repo *memrepo.Repo, commit plumbing.Hash, q searchindex.Query) (*searchindex.Result, error) {
+func (h *handler) searchAt(ctx context.Context, repo *memrepo.Repo, commit plumbing.Hash, q fulltext.Query) (*fulltext.Result, error) {
 	select {
 	case atSearches <- struct{}{}:
 		defer func() { <-atSearches }()
@@ -107,12 +107,12 @@ func (h *handler) searchAt(ctx context.Context, repo *memrepo.Repo, commit plumb
 	if err != nil {
 		return nil, err
 	}
-	ix, err := searchindex.OpenMemory()
+	ix, err := fulltext.OpenMemory()
 	if err != nil {
 		return nil, err
 	}
 	defer ix.Close()
-	if err := ix.Apply(ctx, searchindex.Batch{Upserts: files, Commit: commit.String()}); err != nil {
+	if err := ix.Apply(ctx, fulltext.Batch{Upserts: files, Commit: commit.String()}); err != nil {
 		return nil, err
 	}
 	return ix.Search(ctx, q)

@@ -20,7 +20,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memrepo"
-	"github.com/garden-bloom/memory/pkg/searchindex"
+	"github.com/garden-bloom/memory/pkg/fulltext"
 )
 
 // handler implements the gRPC methods; it stays thin and delegates to the Service.
@@ -53,7 +53,7 @@ func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*mem
 	if err := specSearch(req); err != nil {
 		return nil, err
 	}
-	q := searchindex.Query{Text: req.GetQuery(), TopK: int(req.GetTopK()), AgentID: req.GetAgentId(),
+	q := fulltext.Query{Text: req.GetQuery(), TopK: int(req.GetTopK()), AgentID: req.GetAgentId(),
 		Layer: int(req.GetLayer()), Kinds: req.GetKinds(), PathPrefix: req.GetPathPrefix(),
 		OmitExcerpts: req.GetOmitExcerpts()}
 	switch {
@@ -61,8 +61,8 @@ func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*mem
 		return nil, invalid("q", "q must not be empty")
 	case len(q.Text) > maxQueryBytes:
 		return nil, invalid("q", fmt.Sprintf("q is longer than %d bytes", maxQueryBytes))
-	case q.TopK < 0 || q.TopK > searchindex.MaxTopK:
-		return nil, invalid("top_k", fmt.Sprintf("top_k must be 1 to %d", searchindex.MaxTopK))
+	case q.TopK < 0 || q.TopK > fulltext.MaxTopK:
+		return nil, invalid("top_k", fmt.Sprintf("top_k must be 1 to %d", fulltext.MaxTopK))
 	case q.Layer < 0 || q.Layer > 2:
 		return nil, invalid("layer", "layer must be 1, 2 or unset")
 	case q.AgentID != "" && !memlayout.ValidAgentID(q.AgentID):
@@ -95,7 +95,7 @@ func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*mem
 	}
 
 	var (
-		res      *searchindex.Result
+		res      *fulltext.Result
 		pastRepo *memrepo.Repo
 		past     plumbing.Hash
 	)
@@ -136,7 +136,7 @@ func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*mem
 	} else {
 		res, err = h.svc.index.Search(ctx, q)
 	}
-	if errors.Is(err, searchindex.ErrEmptyQuery) {
+	if errors.Is(err, fulltext.ErrEmptyQuery) {
 		return nil, invalid("q", "q has no searchable words")
 	}
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/chunker"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memrepo"
-	"github.com/garden-bloom/memory/pkg/searchindex"
+	"github.com/garden-bloom/memory/pkg/fulltext"
 )
 
 // batchFiles bounds how many files one index batch carries, so the first
@@ -65,8 +65,8 @@ func sourceFile(key string) (agent string, ok bool) {
 	return parts[1], true
 }
 
-func chunkFile(path, agent string, layer int, kind, version, content string) searchindex.File {
-	return searchindex.File{
+func chunkFile(path, agent string, layer int, kind, version, content string) fulltext.File {
+	return fulltext.File{
 		Path: path, AgentID: agent, Layer: layer, Kind: kind, Version: version,
 		Chunks: chunker.Split(content, chunker.Options{MaxChars: maxChunkChars}),
 	}
@@ -74,7 +74,7 @@ func chunkFile(path, agent string, layer int, kind, version, content string) sea
 
 // applier is what batches go to: the live index or a rebuild.
 type applier interface {
-	Apply(ctx context.Context, b searchindex.Batch) error
+	Apply(ctx context.Context, b fulltext.Batch) error
 }
 
 // indexCommits brings an index from commit `from` (zero: empty) to `to`,
@@ -86,18 +86,18 @@ func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to
 	if err != nil {
 		return 0, err
 	}
-	var batch searchindex.Batch
+	var batch fulltext.Batch
 	done := after
 	flush := func(final bool) error {
 		if final {
 			batch.Commit = to.String()
 		} else {
-			batch.Pass = &searchindex.Pass{To: to.String(), Done: done}
+			batch.Pass = &fulltext.Pass{To: to.String(), Done: done}
 		}
 		if err := dst.Apply(ctx, batch); err != nil {
 			return err
 		}
-		batch = searchindex.Batch{}
+		batch = fulltext.Batch{}
 		return nil
 	}
 	n := 0
@@ -131,7 +131,7 @@ func indexCommits(ctx context.Context, repo *memrepo.Repo, dst applier, from, to
 // store: new or changed objects (by ETag) are indexed, vanished ones removed.
 func indexSources(ctx context.Context, blobs blob.Store, dst applier, indexed map[string]string) (int, error) {
 	seen := map[string]bool{}
-	var batch searchindex.Batch
+	var batch fulltext.Batch
 	n := 0
 	// flush applies what is pending: in batchFiles pieces, because one
 	// batch of every source (20,000 at 10,000 agents) held gigabytes of
@@ -142,7 +142,7 @@ func indexSources(ctx context.Context, blobs blob.Store, dst applier, indexed ma
 		}
 		n += len(batch.Upserts) + len(batch.Deletes)
 		err := dst.Apply(ctx, batch)
-		batch = searchindex.Batch{}
+		batch = fulltext.Batch{}
 		return err
 	}
 	for info, err := range blobs.List(ctx, SourcesPrefix) {

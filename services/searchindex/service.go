@@ -21,7 +21,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/commitfeed"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/readstate"
-	"github.com/garden-bloom/memory/pkg/searchindex"
+	"github.com/garden-bloom/memory/pkg/fulltext"
 )
 
 // Name is the fully-qualified gRPC service name, also its health-check name.
@@ -56,7 +56,7 @@ type Service struct {
 
 	repo *memrepo.Lazy
 
-	index         *searchindex.Index
+	index         *fulltext.Index
 	publishing    atomic.Bool
 	publishOnStop sync.Once
 	// syncMu orders catch-ups, source passes and the rebuild switch.
@@ -76,7 +76,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	ix, err := searchindex.Open(cfg.IndexDir)
+	ix, err := fulltext.Open(cfg.IndexDir)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +336,7 @@ func (s *Service) Reindex() (bool, error) {
 	s.bg.Go(func() {
 		defer s.reindexing.Store(false)
 		start := time.Now()
-		err := s.index.Rebuild(ctx, func(b *searchindex.Builder) error {
+		err := s.index.Rebuild(ctx, func(b *fulltext.Builder) error {
 			head, err := repo.Head(ctx)
 			if err != nil {
 				return err
@@ -374,7 +374,7 @@ func (s *Service) ReindexAgent(ctx context.Context, agentID string) error {
 	if err != nil {
 		return err
 	}
-	var batch searchindex.Batch
+	var batch fulltext.Batch
 	present := map[string]bool{}
 	for _, dir := range []string{"memory/" + agentID, "logic/" + agentID} {
 		paths, err := repo.ListFiles(ctx, head, dir)

@@ -21,7 +21,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/readstate"
-	"github.com/garden-bloom/memory/pkg/searchindex"
+	"github.com/garden-bloom/memory/pkg/fulltext"
 )
 
 type env struct {
@@ -266,7 +266,7 @@ func TestReindexOneAgent(t *testing.T) {
 	e.commit(put("memory/a/facts.md", "# Facts: a\n\n## D\n- kiwi fact\n"), put("memory/b/facts.md", "# Facts: b\n\n## D\n- kiwi too\n"))
 	e.current()
 	// Lose agent a's entries (as a damaged index would), then repair just a.
-	require.NoError(t, e.svc.index.Apply(context.Background(), searchindex.Batch{Deletes: []string{"memory/a/facts.md"}}))
+	require.NoError(t, e.svc.index.Apply(context.Background(), fulltext.Batch{Deletes: []string{"memory/a/facts.md"}}))
 	require.Equal(t, []string{"memory/b/facts.md"}, e.search(&memoryv1.SearchRequest{Query: "kiwi"}))
 	_, err := e.client.Reindex(e.as([]auth.Role{auth.RoleAdmin}), &memoryv1.ReindexRequest{AgentId: "a"})
 	require.NoError(t, err)
@@ -284,7 +284,7 @@ type stopAfter struct {
 
 var errStopped = errors.New("stopped")
 
-func (s *stopAfter) Apply(ctx context.Context, b searchindex.Batch) error {
+func (s *stopAfter) Apply(ctx context.Context, b fulltext.Batch) error {
 	if s.n == 0 {
 		return errStopped
 	}
@@ -306,8 +306,8 @@ func TestInterruptedPassResumes(t *testing.T) {
 	}
 	head := e.commit(changes...)
 
-	interrupted := func(dir string) *searchindex.Index {
-		ix, err := searchindex.Open(dir)
+	interrupted := func(dir string) *fulltext.Index {
+		ix, err := fulltext.Open(dir)
 		require.NoError(t, err)
 		last, from := ix.State().LastCommit, plumbing.ZeroHash
 		if last != "" { // the service indexed the repository's first commit
@@ -317,7 +317,7 @@ func TestInterruptedPassResumes(t *testing.T) {
 		require.ErrorIs(t, err, errStopped)
 		st := ix.State()
 		require.Equal(t, last, st.LastCommit)
-		require.Equal(t, &searchindex.Pass{To: head.String(), Done: fmt.Sprintf("memory/a%04d/facts.md", batchFiles-1)}, st.Pass)
+		require.Equal(t, &fulltext.Pass{To: head.String(), Done: fmt.Sprintf("memory/a%04d/facts.md", batchFiles-1)}, st.Pass)
 		require.Len(t, ix.Files(), batchFiles)
 		return ix
 	}

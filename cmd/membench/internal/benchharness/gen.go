@@ -19,7 +19,7 @@ import (
 
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/commitmsg"
-	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
 	"github.com/garden-bloom/memory/pkg/mdops"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memrepo"
@@ -37,7 +37,7 @@ const genVersion = 4
 const headEntityLabel = "Bench Head Marker"
 
 // HeadEntityID is the entity id of headEntityLabel.
-var HeadEntityID = entitygraph.Slug(headEntityLabel)
+var HeadEntityID = temporalgraph.Slug(headEntityLabel)
 
 // genEpoch is the (fixed) time of the first commit; history then spans
 // historySpan, so the data set is the same whenever it is generated.

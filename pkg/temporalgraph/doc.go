@@ -1,4 +1,4 @@
-// Package entitygraph derives a temporal entity graph from the memory
+// Package temporalgraph derives a temporal entity graph from the memory
 // monorepo's git history alone: no LLM, no external store, so any replica
 // can rebuild exactly the same graph by replaying the same commits.
 //
@@ -60,4 +60,4 @@
 // History tracks facts.md bullets that link an entity: each commit that
 // adds or removes such a bullet (compared by text, so moves are not
 // changes) records a FactChange with the commit sha, time and proposal id.
-package entitygraph
+package temporalgraph

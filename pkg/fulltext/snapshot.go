@@ -1,4 +1,4 @@
-package searchindex
+package fulltext
 
 import (
 	"archive/tar"
@@ -40,7 +40,7 @@ func (ix *Index) WriteSnapshot(ctx context.Context, w io.Writer) (State, error) 
 	ix.mu.RLock()
 	if ix.cur == nil {
 		ix.mu.RUnlock()
-		return State{}, errors.New("searchindex: index is closed")
+		return State{}, errors.New("fulltext: index is closed")
 	}
 	r, err := ix.cur.writer.Reader()
 	ix.mu.RUnlock()
@@ -55,7 +55,7 @@ func (ix *Index) WriteSnapshot(ctx context.Context, w io.Writer) (State, error) 
 	}
 	if !ok {
 		// It would not restore: RestoreSnapshot requires the state document.
-		return State{}, errors.New("searchindex: snapshot: nothing indexed yet")
+		return State{}, errors.New("fulltext: snapshot: nothing indexed yet")
 	}
 
 	// Under base so the copy stays on the index's filesystem.
@@ -67,14 +67,14 @@ func (ix *Index) WriteSnapshot(ctx context.Context, w io.Writer) (State, error) 
 	cancel := make(chan struct{})
 	defer context.AfterFunc(ctx, func() { close(cancel) })()
 	if err := r.Backup(tmp, cancel); err != nil {
-		return State{}, fmt.Errorf("searchindex: backup: %w", err)
+		return State{}, fmt.Errorf("fulltext: backup: %w", err)
 	}
 	// bluge v0.2.2's segment writers ignore cancel, so check again.
 	if err := ctx.Err(); err != nil {
 		return State{}, err
 	}
 	if err := writeTarGz(ctx, w, tmp); err != nil {
-		return State{}, fmt.Errorf("searchindex: snapshot: %w", err)
+		return State{}, fmt.Errorf("fulltext: snapshot: %w", err)
 	}
 	return st, nil
 }
@@ -92,7 +92,7 @@ func (ix *Index) RestoreSnapshot(ctx context.Context, r io.Reader) (State, error
 	_ = os.RemoveAll(dir) // a rebuild or restore that died half-way
 	fail := func(err error) (State, error) {
 		_ = os.RemoveAll(dir)
-		return State{}, fmt.Errorf("searchindex: restore: %w", err)
+		return State{}, fmt.Errorf("fulltext: restore: %w", err)
 	}
 	if err := extractTarGz(ctx, r, dir); err != nil {
 		return fail(err)
@@ -158,7 +158,7 @@ func readState(ctx context.Context, r *bluge.Reader) (st State, ok bool, err err
 		return State{}, false, err
 	}
 	if err := json.Unmarshal(meta, &st); err != nil {
-		return State{}, false, fmt.Errorf("searchindex: state: %w", err)
+		return State{}, false, fmt.Errorf("fulltext: state: %w", err)
 	}
 	return st, true, nil
 }

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/garden-bloom/memory/pkg/entitygraph"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
 	"github.com/garden-bloom/memory/pkg/tokens"
 )
 
@@ -39,7 +39,7 @@ var (
 type textModel struct {
 	words    []string // pseudo-words
 	entities []string // entity labels, e.g. "Kelmor Station"
-	ids      []string // their entity ids (entitygraph.Slug)
+	ids      []string // their entity ids (temporalgraph.Slug)
 	kinds    []string // link prefix per entity ("" or "project:" …)
 }
 
@@ -68,7 +68,7 @@ func newTextModel(seed int64) *textModel {
 	for i := range sharedEntities {
 		label := capitalize(word(2)) + " " + capitalize(word(2))
 		m.entities = append(m.entities, label)
-		m.ids = append(m.ids, entitygraph.Slug(label))
+		m.ids = append(m.ids, temporalgraph.Slug(label))
 		m.kinds = append(m.kinds, entityKinds[i%len(entityKinds)])
 	}
 	return m

@@ -1,4 +1,4 @@
-package entitygraph
+package temporalgraph
 
 import (
 	"encoding/gob"
@@ -173,10 +173,10 @@ func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
 func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 	var h snapHeader
 	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("entitygraph: snapshot: %w", err)
+		return nil, fmt.Errorf("temporalgraph: snapshot: %w", err)
 	}
 	if h.Version != snapshotVersion {
-		return nil, fmt.Errorf("entitygraph: snapshot version %d, want %d", h.Version, snapshotVersion)
+		return nil, fmt.Errorf("temporalgraph: snapshot version %d, want %d", h.Version, snapshotVersion)
 	}
 	g := New()
 	g.lastTime, g.lastSha, g.ord = h.LastTime, h.LastSha, h.Ord
@@ -184,10 +184,10 @@ func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 	for nodes < h.Nodes || edges < h.Edges || files < h.Files || histories < h.Histories {
 		var c snapChunk
 		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("entitygraph: snapshot: %w", err)
+			return nil, fmt.Errorf("temporalgraph: snapshot: %w", err)
 		}
 		if len(c.Nodes)+len(c.Edges)+len(c.Files)+len(c.History) == 0 {
-			return nil, errors.New("entitygraph: snapshot: empty chunk")
+			return nil, errors.New("temporalgraph: snapshot: empty chunk")
 		}
 		for _, n := range c.Nodes {
 			g.nodes[n.ID] = &nodeState{id: n.ID, typ: n.Typ, label: n.Label, labelSet: n.LabelSet,
@@ -223,7 +223,7 @@ func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 		nodes, edges, files, histories = nodes+len(c.Nodes), edges+len(c.Edges), files+len(c.Files), histories+len(c.History)
 	}
 	if nodes != h.Nodes || edges != h.Edges || files != h.Files || histories != h.Histories {
-		return nil, errors.New("entitygraph: snapshot: more items than its header counts")
+		return nil, errors.New("temporalgraph: snapshot: more items than its header counts")
 	}
 	return g, nil
 }

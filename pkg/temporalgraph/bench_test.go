@@ -1,4 +1,4 @@
-package entitygraph
+package temporalgraph
 
 import (
 	"fmt"

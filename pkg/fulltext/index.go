@@ -1,4 +1,4 @@
-// Package searchindex is the BM25 index of the memory monorepo and the
+// Package fulltext is the BM25 index of the memory monorepo and the
 // agents' sources: chunks of Markdown with their file, line span, agent,
 // layer, kind and commit, in a persisted bluge index.
 //
@@ -10,7 +10,7 @@
 //
 // Rebuilds run into a new generation directory while the current one keeps
 // answering; the switch is one atomic rename of the CURRENT file.
-package searchindex
+package fulltext
 
 import (
 	"context"
@@ -185,7 +185,7 @@ func (ix *Index) config(dir string) bluge.Config {
 func (ix *Index) openGeneration(dir string) (*generation, error) {
 	w, err := bluge.OpenWriter(ix.config(dir))
 	if err != nil {
-		return nil, fmt.Errorf("searchindex: open %s: %w", dir, err)
+		return nil, fmt.Errorf("fulltext: open %s: %w", dir, err)
 	}
 	r, err := w.Reader()
 	if err != nil {
@@ -232,12 +232,12 @@ func (g *generation) load(ctx context.Context) error {
 		switch doctype {
 		case docState:
 			if err := json.Unmarshal(meta, &g.state); err != nil {
-				return fmt.Errorf("searchindex: state: %w", err)
+				return fmt.Errorf("fulltext: state: %w", err)
 			}
 		case docFile:
 			var fm fileMeta
 			if err := json.Unmarshal(meta, &fm); err != nil {
-				return fmt.Errorf("searchindex: file %s: %w", id, err)
+				return fmt.Errorf("fulltext: file %s: %w", id, err)
 			}
 			g.files[strings.TrimPrefix(id, "file:")] = fm
 		}
@@ -345,7 +345,7 @@ func (ix *Index) applyTo(g *generation, b Batch) error {
 	batch.Update(stateDoc.ID(), stateDoc)
 
 	if err := g.writer.Batch(batch); err != nil {
-		return fmt.Errorf("searchindex: batch: %w", err)
+		return fmt.Errorf("fulltext: batch: %w", err)
 	}
 	r, err := g.writer.Reader()
 	if err != nil {
