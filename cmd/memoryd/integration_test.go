@@ -366,15 +366,24 @@ func testReflection(t *testing.T, d *deployment) {
 }
 
 func testHealth(t *testing.T, d *deployment) {
-	resp, err := http.Get("http://" + d.httpAddr + "/health")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
 	var rep struct {
 		Status   string
+		Modules  map[string]struct{ Status, Reason string }
 		Services map[string]struct{ Status, Address string }
 	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
+	// Serving comes before ready: a process answers /health as soon as it
+	// listens, and says 200 once every module has caught up.
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + d.httpAddr + "/health")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 20*time.Millisecond, "the process becomes ready")
+	require.NotEmpty(t, rep.Modules)
+	for name, m := range rep.Modules {
+		require.Equal(t, "SERVING", m.Status, "%s: %s", name, m.Reason)
+	}
 	require.Equal(t, "SERVING", rep.Status)
 	for _, name := range []string{"context-assembly", "search-index", "entity-graph", "proposal-apply"} {
 		require.Equal(t, "SERVING", rep.Services[name].Status, name)

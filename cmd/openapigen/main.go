@@ -13,7 +13,7 @@
 // What it changes so that the document matches the wire (pkg/restjson, the
 // REST edge's error handler) rather than protoc-gen-openapiv2's view:
 //
-//   - enum values are the REST short forms of restjson.EnumValueToREST
+//   - enum values are the REST short forms of enumname.Short
 //     ("pending", not "PROPOSAL_STATUS_PENDING");
 //   - every operation needs a bearer JWT (components.securitySchemes
 //     bearerAuth, global), except the unauthenticated endpoints;
@@ -48,7 +48,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
-	"github.com/garden-bloom/memory/pkg/restjson"
+	"github.com/garden-bloom/memory/pkg/enumname"
 )
 
 // APIVersion is info.version: the version of the REST contract
@@ -388,7 +388,7 @@ func (g *generator) enum(s map[string]any) error {
 		if ev == nil {
 			return "", fmt.Errorf("enum value %q is not in %s", name, ed.FullName())
 		}
-		return restjson.EnumValueToREST(ed, ev.Number()), nil
+		return enumname.Short(ed, ev.Number()), nil
 	}
 	out := make([]any, len(list))
 	for i, v := range list {
@@ -468,7 +468,7 @@ func (g *generator) rewriteDescriptions(v any) {
 					if ed.FullName() == "gardenbloom.memory.v1.ErrorReason" {
 						return "`" + apierr.ReasonString(memoryv1.ErrorReason(ev.Number())) + "`"
 					}
-					return "`" + restjson.EnumValueToREST(ed, ev.Number()) + "`"
+					return "`" + enumname.Short(ed, ev.Number()) + "`"
 				})
 				continue
 			}

@@ -16,9 +16,9 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/commitmsg"
+	"github.com/garden-bloom/memory/pkg/enumname"
 	"github.com/garden-bloom/memory/pkg/mdops"
 	"github.com/garden-bloom/memory/pkg/memlayout"
-	"github.com/garden-bloom/memory/pkg/restjson"
 	"github.com/garden-bloom/memory/pkg/tokens"
 )
 
@@ -146,6 +146,7 @@ func Build(in Input) (*Plan, error) {
 		return nil, &Invalid{Reason: memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED, Msg: err.Error()}
 	}
 
+	b := &builder{in: in, agent: agent, runID: runID, date: date, old: old, w: w, plan: plan}
 	for i, u := range p.GetUpdates() {
 		rel := u.GetFile()
 		files[rel] = true
@@ -153,98 +154,23 @@ func Build(in Input) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		var next, what string
-		switch u.GetOperation() {
-		case memoryv1.Operation_OPERATION_RESTORE:
-			// Byte for byte what a snapshot (or an onboarding skeleton) holds.
-			next, what = u.GetContent(), "written exactly as given"
-			if rel == memlayout.FactsFile {
-				// Facts a restore puts back are added by its commit: their
-				// age restarts there, as for an append.
-				plan.AddedFacts = append(plan.AddedFacts, newFacts(mdops.ParseFacts(cur), mdops.ParseFacts(next))...)
-			}
-		case memoryv1.Operation_OPERATION_DELETE:
-			if _, ok, err := in.Read(rel); err != nil {
-				return nil, err
-			} else if !ok {
-				return nil, invalidUpdate(i, "file", memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, "%s does not exist", rel)
-			}
-			w.remove(rel)
-			summary = append(summary, fmt.Sprintf("- **%s:** removed", rel))
-			continue
-		case memoryv1.Operation_OPERATION_REPLACE, memoryv1.Operation_OPERATION_WRITE_RUN:
-			next, what = ensureNewline(u.GetContent()), "replaced"
-			if u.GetOperation() == memoryv1.Operation_OPERATION_WRITE_RUN {
-				what = "written"
-			}
-			if f, _ := memlayout.Resolve(agent, rel); f.Kind == memlayout.KindLogicPseudo || f.Kind == memlayout.KindLogicDrakon {
-				// The logic being replaced is kept under logic/versions/
-				// (spec integration §1), named by the version it belonged to.
-				if cur != "" && cur != next {
-					w.set(memlayout.LogicVersionFile(rel, old.Version), cur)
-				}
-			}
-		case memoryv1.Operation_OPERATION_WRITE_ARTIFACT:
-			// A run's artifact is kept byte for byte.
-			next, what = u.GetContent(), "written"
-		case memoryv1.Operation_OPERATION_APPEND:
-			section := u.GetSection()
-			if strings.TrimSpace(section) == "" {
-				return nil, invalidUpdate(i, "section", memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "append needs the section of facts.md to add to")
-			}
-			before := mdops.ParseFacts(cur)
-			var added int
-			next, added, err = mdops.AppendFacts(cur, agent, section, u.GetContent())
-			if err != nil {
-				return nil, mdopsInvalid(i, "content", err)
-			}
-			plan.AddedFacts = append(plan.AddedFacts, newFacts(before, mdops.ParseFacts(next))...)
-			what = fmt.Sprintf("%d fact(s) added to %q", added, section)
-		case memoryv1.Operation_OPERATION_REMOVE:
-			next, err = mdops.RemoveFact(cur, u.GetContent())
-			if err != nil {
-				return nil, mdopsInvalid(i, "content", fmt.Errorf("fact %q: %w", firstLine(u.GetContent()), err))
-			}
-			plan.RemovedFacts = append(plan.RemovedFacts, newFacts(mdops.ParseFacts(next), mdops.ParseFacts(cur))...)
-			what = "1 fact removed"
-		case memoryv1.Operation_OPERATION_OPEN:
-			var id string
-			next, id, err = mdops.OpenLoop(cur, agent, u.GetSection(), strings.TrimSpace(u.GetContent()), loopPriority(u.GetLoopPriority()), date)
-			if err != nil {
-				return nil, mdopsInvalid(i, "content", err)
-			}
-			what = "opened " + id
-		case memoryv1.Operation_OPERATION_CLOSE:
-			next, err = mdops.CloseLoop(cur, u.GetLoopId(), u.GetResolution(), runID, date)
-			if err != nil {
-				return nil, mdopsInvalid(i, "loopId", fmt.Errorf("loop %q: %w", firstLine(u.GetLoopId()), err))
-			}
-			what = "closed " + u.GetLoopId()
-		case memoryv1.Operation_OPERATION_ADD_DECISION:
-			d := u.GetDecision()
-			if d.GetRunId() == "" {
-				d.RunId = runID
-			}
-			next, err = mdops.AddDecision(cur, agent, mdops.Decision{
-				Title: d.GetTitle(), Status: d.GetStatus(), Context: d.GetContext(), Decision: d.GetDecision(),
-				Rationale: d.GetRationale(), Consequences: d.GetConsequences(), RunID: d.GetRunId(),
-			}, date)
-			if err != nil {
-				field := "decision"
-				if fe := (*mdops.FieldError)(nil); errors.As(err, &fe) {
-					field += "." + fe.Field
-				}
-				return nil, mdopsInvalid(i, field, err)
-			}
-			what = fmt.Sprintf("decision %q added", d.GetTitle())
-		default:
+		op, ok := operations[u.GetOperation()]
+		if !ok {
 			return nil, invalidUpdate(i, "operation", memoryv1.ErrorReason_ERROR_REASON_INVALID_OPERATION, "unsupported operation %v", u.GetOperation())
 		}
-		if f, _ := memlayout.Resolve(agent, rel); f.Layer == 2 && strings.Contains(next, mdops.AlwaysLoadOpen) && !strings.Contains(cur, mdops.AlwaysLoadOpen) {
-			plan.Warnings = append(plan.Warnings, fmt.Sprintf("updates[%d]: %s is Layer 2: its ALWAYS_LOAD block is kept but never auto-loaded (spec DiffMem §11.4); put it in snapshot.md, facts.md or open_loops.md", i, rel))
+		e, err := op(b, i, u, cur)
+		if err != nil {
+			return nil, err
 		}
-		w.set(rel, next)
-		summary = append(summary, fmt.Sprintf("- **%s:** %s", rel, what))
+		if e.removed {
+			w.remove(rel)
+		} else {
+			if f, _ := memlayout.Resolve(agent, rel); f.Layer == 2 && strings.Contains(e.next, mdops.AlwaysLoadOpen) && !strings.Contains(cur, mdops.AlwaysLoadOpen) {
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("updates[%d]: %s is Layer 2: its ALWAYS_LOAD block is kept but never auto-loaded (spec DiffMem §11.4); put it in snapshot.md, facts.md or open_loops.md", i, rel))
+			}
+			w.set(rel, e.next)
+		}
+		summary = append(summary, fmt.Sprintf("- **%s:** %s", rel, e.what))
 	}
 
 	// One count per distinct text: eviction counts facts.md as it is and as
@@ -492,7 +418,7 @@ func loopPriority(p memoryv1.LoopPriority) string {
 	if p == memoryv1.LoopPriority_LOOP_PRIORITY_UNSPECIFIED {
 		return "normal"
 	}
-	return restjson.EnumName(p)
+	return enumname.Name(p)
 }
 
 // invalidUpdate is an *Invalid about updates[i].field.

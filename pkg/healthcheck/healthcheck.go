@@ -1,5 +1,7 @@
-// Package healthcheck serves GET /health: the grpc.health.v1 status of every
-// service a process runs or routes to, checked over gRPC like any client would.
+// Package healthcheck serves GET /health: the readiness of every module the
+// process runs (and why one is not ready), the grpc.health.v1 status of
+// every service it runs or routes to, checked over gRPC like any client
+// would, and the state of the dependencies it can serve without.
 package healthcheck
 
 import (
@@ -49,11 +51,37 @@ type DependencyStatus struct {
 	Error  string    `json:"error,omitempty"`
 }
 
+// ModuleState is one local module's readiness: Err is nil when it is
+// ready, else why not.
+type ModuleState struct {
+	Name string
+	Err  error
+}
+
+// ModuleStatus is one module's line of the report.
+type ModuleStatus struct {
+	// SERVING or NOT_SERVING.
+	Status string `json:"status"`
+	// Reason says why a module is not ready.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Sources are what a report is made of.
+type Sources struct {
+	Targets      []Target
+	Dependencies []Dependency
+	// Modules reports the local modules' readiness (nil: none).
+	Modules func() []ModuleState
+}
+
 // Report is the /health body.
 type Report struct {
-	// SERVING when every service is; NOT_SERVING otherwise. A dependency
-	// that is down does not change it: the services serve what they can.
-	Status   string                   `json:"status"`
+	// SERVING when every module is ready and every service serving;
+	// NOT_SERVING otherwise. A dependency that is down does not change
+	// it: the services serve what they can.
+	Status string `json:"status"`
+	// Modules are this process's modules, each ready or not and why.
+	Modules  map[string]ModuleStatus  `json:"modules"`
 	Services map[string]ServiceStatus `json:"services"`
 	// Degraded lists the dependencies that are down.
 	Degraded     []string                    `json:"degraded"`
@@ -62,10 +90,20 @@ type Report struct {
 
 // Check asks every target in parallel, each within timeout, and reads the
 // dependencies' states.
-func Check(ctx context.Context, targets []Target, deps []Dependency, timeout time.Duration) Report {
-	rep := Report{Status: healthpb.HealthCheckResponse_SERVING.String(), Services: map[string]ServiceStatus{},
-		Degraded: []string{}, Dependencies: map[string]DependencyStatus{}}
-	for _, d := range deps {
+func Check(ctx context.Context, src Sources, timeout time.Duration) Report {
+	rep := Report{Status: healthpb.HealthCheckResponse_SERVING.String(), Modules: map[string]ModuleStatus{},
+		Services: map[string]ServiceStatus{}, Degraded: []string{}, Dependencies: map[string]DependencyStatus{}}
+	if src.Modules != nil {
+		for _, m := range src.Modules() {
+			st := ModuleStatus{Status: healthpb.HealthCheckResponse_SERVING.String()}
+			if m.Err != nil {
+				st = ModuleStatus{Status: healthpb.HealthCheckResponse_NOT_SERVING.String(), Reason: m.Err.Error()}
+				rep.Status = st.Status
+			}
+			rep.Modules[m.Name] = st
+		}
+	}
+	for _, d := range src.Dependencies {
 		up, err, since := d.State()
 		st := DependencyStatus{Status: healthpb.HealthCheckResponse_SERVING.String(), Since: since.UTC()}
 		if !up {
@@ -79,7 +117,7 @@ func Check(ctx context.Context, targets []Target, deps []Dependency, timeout tim
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, t := range targets {
+	for _, t := range src.Targets {
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
@@ -103,16 +141,16 @@ func Check(ctx context.Context, targets []Target, deps []Dependency, timeout tim
 	return rep
 }
 
-// Handler answers 200 with the report when every service is serving and 503
-// otherwise, so load balancers and people read the same signal.
-func Handler(targets []Target, deps []Dependency, timeout time.Duration) http.Handler {
+// Handler answers 200 with the report when every module is ready and every
+// service serving, and 503 otherwise, so load balancers and people read the same signal.
+func Handler(src Sources, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		rep := Check(r.Context(), targets, deps, timeout)
+		rep := Check(r.Context(), src, timeout)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if rep.Status != healthpb.HealthCheckResponse_SERVING.String() {

@@ -41,7 +41,7 @@ func TestHandler(t *testing.T) {
 
 	get := func(targets []Target, deps ...Dependency) (int, Report) {
 		rec := httptest.NewRecorder()
-		Handler(targets, deps, time.Second).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+		Handler(Sources{Targets: targets, Dependencies: deps}, time.Second).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
 		var rep Report
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &rep))
 		return rec.Code, rep
@@ -78,6 +78,33 @@ func TestHandler(t *testing.T) {
 	require.Equal(t, DependencyStatus{Status: "UNAVAILABLE", Since: since, Error: "connection refused"}, rep.Dependencies["object-store"])
 
 	rec := httptest.NewRecorder()
-	Handler(nil, nil, time.Second).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/health", nil))
+	Handler(Sources{}, time.Second).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/health", nil))
 	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+}
+
+// A module that is not ready makes the process NOT_SERVING (503) and the
+// report says which one and why; once it is ready, SERVING again.
+func TestHandlerModules(t *testing.T) {
+	var indexErr error = errors.New("catching up with the repository")
+	src := Sources{Modules: func() []ModuleState {
+		return []ModuleState{{Name: "gateway"}, {Name: "search-index", Err: indexErr}}
+	}}
+	get := func() (int, Report) {
+		rec := httptest.NewRecorder()
+		Handler(src, time.Second).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+		var rep Report
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &rep))
+		return rec.Code, rep
+	}
+	code, rep := get()
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "NOT_SERVING", rep.Status)
+	require.Equal(t, ModuleStatus{Status: "SERVING"}, rep.Modules["gateway"])
+	require.Equal(t, ModuleStatus{Status: "NOT_SERVING", Reason: "catching up with the repository"}, rep.Modules["search-index"])
+
+	indexErr = nil
+	code, rep = get()
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "SERVING", rep.Status)
+	require.Equal(t, ModuleStatus{Status: "SERVING"}, rep.Modules["search-index"])
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
-	"github.com/garden-bloom/memory/pkg/restjson"
+	"github.com/garden-bloom/memory/pkg/enumname"
 )
 
 // Kind is what a memory file is.
@@ -214,4 +214,4 @@ func CheckOperation(f File, op memoryv1.Operation) error {
 }
 
 // OperationName is the spec's lowercase name of an operation ("append").
-func OperationName(op memoryv1.Operation) string { return restjson.EnumName(op) }
+func OperationName(op memoryv1.Operation) string { return enumname.Name(op) }

@@ -3,15 +3,13 @@ package memrepo
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
 // seedAgents commits agents × the five Layer-1/2 files in one commit.
@@ -104,7 +102,7 @@ func BenchmarkCommitBuild(b *testing.B) {
 	i := 0
 	b.ReportAllocs()
 	for b.Loop() {
-		tb, err := newTreeBuilder(r.objs, newObjectSet(), parent.TreeHash)
+		tb, err := newTreeBuilder(r, odb.NewObjectSet(), parent.TreeHash)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -125,37 +123,6 @@ func BenchmarkCommitBuild(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
-	}
-}
-
-// BenchmarkEncodeEntry compresses the two big objects every commit of
-// membench's default data set writes: memory/ (1,000 agents' entries) and a
-// near-limit facts.md.
-func BenchmarkEncodeEntry(b *testing.B) {
-	var tree []object.TreeEntry
-	for i := range 1000 {
-		h := plumbing.ComputeHash(plumbing.BlobObject, []byte(strconv.Itoa(i)))
-		tree = append(tree, object.TreeEntry{Name: fmt.Sprintf("agent-%05d", i), Mode: filemode.Dir, Hash: h})
-	}
-	treeObj, err := encodeTree(tree)
-	require.NoError(b, err)
-	facts := &plumbing.MemoryObject{}
-	facts.SetType(plumbing.BlobObject)
-	for i := range 260 {
-		fmt.Fprintf(facts, "- The service-%d release depends on the schema-%d migration since 2025-12-%02d\n", i, i*7%97, i%28+1)
-	}
-	for _, o := range []struct {
-		name string
-		obj  *plumbing.MemoryObject
-	}{{"memory-tree", treeObj}, {"facts", facts}} {
-		b.Run(o.name, func(b *testing.B) {
-			b.SetBytes(o.obj.Size())
-			for b.Loop() {
-				if _, err := encodeEntry(o.obj); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }
 

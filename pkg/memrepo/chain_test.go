@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
+
+	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
 // chainReq is a proposal-like request with a fixed identity, so that the
@@ -192,11 +194,9 @@ func TestCommitChainSkipsStoredObjects(t *testing.T) {
 		chainReq("third", put("memory/c/facts.md", "shared content\n")),
 	})
 	require.NoError(t, err)
-	packs, err := r.objs.packList(true)
-	require.NoError(t, err)
 	holders := 0
-	for _, p := range packs {
-		if ok, _ := p.idx.Contains(blob); ok {
+	for _, p := range packFiles(t, r) {
+		if _, ok := verifyPack(t, r, p)[blob.String()]; ok {
 			holders++
 		}
 	}
@@ -207,13 +207,10 @@ func TestCommitChainSkipsStoredObjects(t *testing.T) {
 	require.NoError(t, err)
 	loose := plumbing.NewHash(strings.TrimSpace(out))
 	commit(t, r, "fourth", put("memory/d/facts.md", "loose content\n"))
-	packs, err = r.objs.packList(true)
-	require.NoError(t, err)
-	for _, p := range packs {
-		ok, _ := p.idx.Contains(loose)
-		require.False(t, ok, "the loose blob is not copied into a pack")
+	for _, p := range packFiles(t, r) {
+		require.NotContains(t, verifyPack(t, r, p), loose.String(), "the loose blob is not copied into a pack")
 	}
-	require.FileExists(t, r.objs.loosePath(loose))
+	require.FileExists(t, filepath.Join(r.Path(), "objects", loose.String()[:2], loose.String()[2:]))
 	requireFsckClean(t, r.Path())
 }
 
@@ -259,7 +256,7 @@ func TestCompactPacks(t *testing.T) {
 	}
 
 	after := len(packFiles(t, r))
-	require.Less(t, after, compactMinPacks, "packs were merged")
+	require.Less(t, after, odb.CompactMinPacks, "packs were merged")
 	require.Empty(t, tmpPackFiles(t, r))
 	requireFsckClean(t, r.Path())
 	for _, repo := range []*Repo{unread, r, stale, mustOpen(t, r.Path())} {
@@ -297,7 +294,7 @@ func TestCompactPacksConcurrentWithCommits(t *testing.T) {
 		}
 	}()
 	var hs []plumbing.Hash
-	for i := range 6 * compactMinPacks {
+	for i := range 6 * odb.CompactMinPacks {
 		// Repeated contents make commits reuse objects in packs a merge
 		// may be deleting.
 		hs = append(hs, commit(t, r, fmt.Sprint("c", i),
@@ -307,7 +304,7 @@ func TestCompactPacksConcurrentWithCommits(t *testing.T) {
 	close(stop)
 	require.NoError(t, <-merged)
 	require.NoError(t, r.CompactPacks(ctx))
-	require.Less(t, len(packFiles(t, r)), compactMinPacks)
+	require.Less(t, len(packFiles(t, r)), odb.CompactMinPacks)
 	require.Empty(t, tmpPackFiles(t, r))
 	requireFsckClean(t, r.Path())
 	for _, repo := range []*Repo{r, mustOpen(t, r.Path())} {
@@ -355,7 +352,7 @@ func TestCompactPacksLeavesGitPacksAlone(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(strings.TrimSuffix(kept, ".pack")+".keep", nil, 0o644))
 
-	for i := range 2 * compactMinPacks {
+	for i := range 2 * odb.CompactMinPacks {
 		commit(t, r, fmt.Sprint("d", i), put(fmt.Sprintf("memory/b%d/facts.md", i%3), fmt.Sprint("fact ", i)))
 	}
 	require.NoError(t, r.CompactPacks(ctx))
@@ -363,33 +360,9 @@ func TestCompactPacksLeavesGitPacksAlone(t *testing.T) {
 	packs := packFiles(t, r)
 	require.Contains(t, packs, gitPacks[0])
 	require.Contains(t, packs, kept)
-	require.Less(t, len(packs), compactMinPacks)
+	require.Less(t, len(packs), odb.CompactMinPacks)
 	requireFsckClean(t, r.Path())
 	require.Equal(t, last, mustGit(t, r.Path(), "show", "main:memory/a/facts.md"))
-}
-
-func TestGeometricRollup(t *testing.T) {
-	sizes := func(ms []mergeable) []int64 {
-		var out []int64
-		for _, m := range ms {
-			out = append(out, m.objects)
-		}
-		return out
-	}
-	packs := func(n ...int64) []mergeable {
-		var out []mergeable
-		for _, x := range n {
-			out = append(out, mergeable{objects: x})
-		}
-		return out
-	}
-	// Already a progression: nothing to do.
-	require.Empty(t, geometricRollup(packs(1, 2, 4, 8, 100)))
-	// Equal small packs are rolled up; the big one stays.
-	require.Equal(t, []int64{10, 10, 10, 10}, sizes(geometricRollup(packs(10, 10, 1000, 10, 10))))
-	// The rolled-up pack would break the progression with the next one, so
-	// that one joins too.
-	require.Equal(t, []int64{10, 10, 10, 50}, sizes(geometricRollup(packs(10, 10, 10, 50, 1000))))
 }
 
 // Readers in the writer's process and in another one never miss an object
@@ -401,8 +374,9 @@ func TestGeometricRollup(t *testing.T) {
 // it longer.
 func TestLookupDuringCompaction(t *testing.T) {
 	ctx := context.Background()
-	r := newTestRepo(t)
-	r.objs.retiredGrace = defaultRetiredGrace
+	// Not newTestRepo: packs a merge replaced keep their default grace.
+	r, err := Init(ctx, filepath.Join(t.TempDir(), "memory.git"), testOpts())
+	require.NoError(t, err)
 	run := 3 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("MEMREPO_STRESS")); err == nil {
 		run = d

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/require"
+
+	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
 // agentsRepo is a repository with a memory/ tree of n agent folders.
@@ -54,7 +56,7 @@ func newPack(t *testing.T, before, after []string) string {
 }
 
 // A chain stores each memory/ tree after the first as a delta against the
-// one before it, up to maxTreeDeltaDepth deep: git reads the pack as it
+// one before it, up to odb.MaxTreeDeltaDepth deep: git reads the pack as it
 // reads its own, and so does a fresh handle, version by version.
 func TestCommitChainStoresTreeDeltas(t *testing.T) {
 	ctx := context.Background()
@@ -62,7 +64,7 @@ func TestCommitChainStoresTreeDeltas(t *testing.T) {
 	parent := head(t, r)
 	before := packFiles(t, r)
 
-	const n = maxTreeDeltaDepth + 5
+	const n = odb.MaxTreeDeltaDepth + 5
 	var reqs []CommitRequest
 	for i := range n {
 		reqs = append(reqs, chainReq(fmt.Sprint("c", i), put(fmt.Sprintf("memory/agent-%04d/facts.md", i*7), fmt.Sprint("new facts ", i, "\n"))))
@@ -80,7 +82,7 @@ func TestCommitChainStoresTreeDeltas(t *testing.T) {
 	for i, c := range hashes {
 		d, ok := depths[memoryTree(c)]
 		require.True(t, ok, "commit %d's memory/ tree is in the chain's pack", i)
-		require.LessOrEqual(t, d, maxTreeDeltaDepth)
+		require.LessOrEqual(t, d, odb.MaxTreeDeltaDepth)
 		if i == 0 {
 			require.Zero(t, d, "the first tree has no base in the pack")
 		}
@@ -93,7 +95,7 @@ func TestCommitChainStoresTreeDeltas(t *testing.T) {
 	// The pack is smaller than the whole trees alone would be.
 	fi, err := os.Stat(pack)
 	require.NoError(t, err)
-	tree, err := r.objs.tree(plumbing.NewHash(memoryTree(hashes[0])))
+	tree, err := r.tree(plumbing.NewHash(memoryTree(hashes[0])))
 	require.NoError(t, err)
 	require.Less(t, fi.Size(), int64(len(tree.all())*30*n/4), "a whole memory/ tree compresses to ~30 bytes an entry")
 
@@ -118,7 +120,7 @@ func TestCompactPacksMergesTreeDeltas(t *testing.T) {
 	ctx := context.Background()
 	r := agentsRepo(t, 50)
 	var hashes []plumbing.Hash
-	for c := range compactMinPacks + 4 {
+	for c := range odb.CompactMinPacks + 4 {
 		var reqs []CommitRequest
 		for i := range 3 {
 			k := c*3 + i
@@ -129,10 +131,10 @@ func TestCompactPacksMergesTreeDeltas(t *testing.T) {
 		hashes = append(hashes, hs...)
 	}
 	packs := packFiles(t, r)
-	require.GreaterOrEqual(t, len(packs), compactMinPacks)
+	require.GreaterOrEqual(t, len(packs), odb.CompactMinPacks)
 	require.NoError(t, r.CompactPacks(ctx))
 	after := packFiles(t, r)
-	require.Less(t, len(after), compactMinPacks, "delta packs are merged")
+	require.Less(t, len(after), odb.CompactMinPacks, "delta packs are merged")
 	requireFsckClean(t, r.Path())
 
 	merged := 0
@@ -143,7 +145,7 @@ func TestCompactPacksMergesTreeDeltas(t *testing.T) {
 			}
 		}
 	}
-	require.GreaterOrEqual(t, merged, 2*(compactMinPacks), "the deltas survive the merge")
+	require.GreaterOrEqual(t, merged, 2*(odb.CompactMinPacks), "the deltas survive the merge")
 	for _, repo := range []*Repo{mustOpen(t, r.Path()), r} {
 		for k, c := range hashes {
 			got, err := repo.ReadFile(ctx, c, fmt.Sprintf("memory/agent-%04d/facts.md", k%50))

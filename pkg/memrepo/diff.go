@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
 // FileChange is a path that differs between two commits, with what it is
@@ -95,7 +97,7 @@ func (r *Repo) ReadBlob(ctx context.Context, h plumbing.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return copyContent(o)
+	return odb.CopyContent(o)
 }
 
 // ReadBlobText is ReadBlob for callers that want a string: one copy of a
@@ -106,7 +108,7 @@ func (r *Repo) ReadBlobText(ctx context.Context, h plumbing.Hash) (string, error
 	if err != nil {
 		return "", err
 	}
-	return textContent(o)
+	return odb.TextContent(o)
 }
 
 // blobObject returns the (shared, immutable) object of blob h.
@@ -114,7 +116,7 @@ func (r *Repo) blobObject(ctx context.Context, h plumbing.Hash) (plumbing.Encode
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	o, err := r.objs.get(plumbing.BlobObject, h)
+	o, err := r.objs.Get(plumbing.BlobObject, h)
 	if err != nil {
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
 			return nil, fmt.Errorf("%w: blob %s", ErrFileNotFound, h)

@@ -4,18 +4,20 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
+
+	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
 // gitStorage is the storage behind Repo.Git(): refs, config and the rest
-// come from go-git's filesystem storage, objects from objectStore. go-git's
+// come from go-git's filesystem storage, objects from the odb.Store. go-git's
 // own object storage loads the pack list once, so it would never find the
-// objects of later commits (each writes a pack); objectStore rescans, and is
+// objects of later commits (each writes a pack); odb.Store rescans, and is
 // safe for concurrent use. Embedding the interface (not the concrete type)
 // hides go-git's optional fast paths (delta objects, packfile writers) that
-// would bypass objectStore.
+// would bypass odb.Store.
 type gitStorage struct {
 	storage.Storer
-	objs *objectStore
+	objs *odb.Store
 }
 
 var _ storage.Storer = (*gitStorage)(nil)

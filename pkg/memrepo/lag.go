@@ -61,5 +61,5 @@ func (r *Repo) Behind(ctx context.Context, head, base plumbing.Hash, limit int) 
 // CacheStats are the figures of the repository's decoded-tree and
 // decoded-commit caches, for metrics.
 func (r *Repo) CacheStats() (trees, commits lru.Stats) {
-	return r.objs.trees.Stats(), r.objs.commits.Stats()
+	return r.trees.Stats(), r.commits.Stats()
 }

@@ -25,6 +25,9 @@ import (
 	formatcfg "github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/garden-bloom/memory/pkg/lru"
+	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
 // MainBranch is the only branch of the memory monorepo.
@@ -90,8 +93,14 @@ type Repo struct {
 	path string
 	repo *git.Repository
 	// objs is the goroutine-safe object database used by the read and
-	// write planes (see objects.go for why not go-git's storage).
-	objs *objectStore
+	// write planes (see internal/odb for why not go-git's storage).
+	objs *odb.Store
+	// trees and commits hold objects decoded once and shared by every
+	// reader (objects are immutable, so caching them by hash is always
+	// correct): trees for path lookups, commits because every read
+	// resolves the head commit, several times.
+	trees   *lru.Cache[plumbing.Hash, *decodedTree]
+	commits *lru.Cache[plumbing.Hash, *object.Commit]
 	// writeMu serialises Commit (and RecoverStaleLock) within the process;
 	// other processes are serialised by git's ref lock file.
 	writeMu sync.Mutex
@@ -167,14 +176,15 @@ func Open(path string) (*Repo, error) {
 	if !cfg.Core.IsBare {
 		return nil, fmt.Errorf("%w: %s (core.bare is not true)", ErrNotBare, abs)
 	}
-	objs := newObjectStore(abs)
-	// Same repository, but objects are read through objectStore (see
+	objs := odb.New(abs)
+	// Same repository, but objects are read through the odb.Store (see
 	// gitStorage).
 	repo, err = git.Open(&gitStorage{Storer: repo.Storer, objs: objs}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotRepository, abs, err)
 	}
-	r := &Repo{path: abs, repo: repo, objs: objs}
+	r := &Repo{path: abs, repo: repo, objs: objs, trees: newTreeCache(),
+		commits: lru.New[plumbing.Hash, *object.Commit](commitCacheSize)}
 	if _, err := r.Head(context.Background()); err != nil {
 		return nil, err
 	}
@@ -281,7 +291,7 @@ func Init(ctx context.Context, path string, opts InitOptions) (*Repo, error) {
 		return nil, fmt.Errorf("memrepo: init: move repository into place: %w", err)
 	}
 	renamed = true
-	if err := syncDir(parent); err != nil {
+	if err := odb.SyncDir(parent); err != nil {
 		return nil, fmt.Errorf("memrepo: init: sync %s: %w", parent, err)
 	}
 	return Open(abs)
@@ -407,7 +417,7 @@ func syncTree(root string) error {
 		case d.IsDir():
 			dirs = append(dirs, p)
 		case d.Type().IsRegular():
-			return syncFile(p)
+			return odb.SyncFile(p)
 		}
 		return nil
 	})
@@ -415,37 +425,9 @@ func syncTree(root string) error {
 		return err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := syncDir(dirs[i]); err != nil {
+		if err := odb.SyncDir(dirs[i]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// syncFile fsyncs one file. It opens read-only because git writes loose
-// objects 0444; fsync(2) on a read-only descriptor is fine on Unix.
-func syncFile(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir fsyncs a directory so entries created or renamed in it survive a
-// crash.
-func syncDir(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -75,6 +75,21 @@ func (m *Mirror) Sync(ctx context.Context) error {
 	return os.Rename(dst, m.path)
 }
 
+// Has reports whether the mirror's main has commit sha (is at it or past
+// it), so a follower told of sha by proposal-apply's commit stream can skip
+// a fetch: the fetch that brought it ran after that commit landed. It checks
+// main, not only the object, since a commit can come in on another ref
+// before main moves to it. False when it cannot tell (no mirror yet, an
+// unknown commit, git failing): the caller then fetches.
+func (m *Mirror) Has(ctx context.Context, sha string) bool {
+	// A full hex sha only: nothing git would read as an option or a revision expression.
+	if len(sha) != 40 && len(sha) != 64 || strings.Trim(sha, "0123456789abcdef") != "" {
+		return false
+	}
+	err := exec.CommandContext(ctx, "git", "--git-dir", m.path, "merge-base", "--is-ancestor", sha, string(MainBranch)).Run()
+	return err == nil
+}
+
 // git prepares one Sync's git invocations: with a fresh token, when the
 // mirror sends one.
 func (m *Mirror) git() (gitRunner, error) {

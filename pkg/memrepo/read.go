@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
 var (
@@ -27,7 +27,7 @@ var (
 	ErrStopWalk = errors.New("memrepo: stop walk")
 )
 
-// The read side goes through objectStore (see objects.go) rather than
+// The read side goes through odb.Store (see internal/odb) rather than
 // go-git's storage so that it is safe for concurrent use and sees objects
 // the git binary packs or pushes after the Repo was opened. Refs are read
 // from disk on every call.
@@ -36,10 +36,10 @@ var (
 // its Tree()/Parents() methods work and are goroutine-safe.
 // The result is shared through a cache: callers must not modify it.
 func (r *Repo) commitObject(h plumbing.Hash) (*object.Commit, error) {
-	if c, ok := r.objs.commits.Get(h); ok {
+	if c, ok := r.commits.Get(h); ok {
 		return c, nil
 	}
-	o, err := r.objs.get(plumbing.CommitObject, h)
+	o, err := r.objs.Get(plumbing.CommitObject, h)
 	if err != nil {
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
 			return nil, fmt.Errorf("%w: no commit %s: %w", ErrRevisionNotFound, h, err)
@@ -50,7 +50,7 @@ func (r *Repo) commitObject(h plumbing.Hash) (*object.Commit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: decode commit %s: %w", h, err)
 	}
-	r.objs.commits.Put(h, c, int64(256+len(c.Message)))
+	r.commits.Put(h, c, int64(256+len(c.Message)))
 	return c, nil
 }
 
@@ -64,10 +64,6 @@ func (r *Repo) treeEntries(h plumbing.Hash) ([]object.TreeEntry, error) {
 	}
 	return t.entries, nil
 }
-
-// tree returns tree h decoded, from the cache when it was seen (nil for the
-// zero hash).
-func (r *Repo) tree(h plumbing.Hash) (*decodedTree, error) { return r.objs.tree(h) }
 
 // lookupPath walks from root tree to the entry for path, one tree per
 // segment. It returns ok=false if some segment is missing or a non-final
@@ -114,16 +110,16 @@ func (r *Repo) ReadTextBlob(ctx context.Context, commit plumbing.Hash, path stri
 	if err != nil {
 		return "", plumbing.ZeroHash, err
 	}
-	text, err := textContent(o)
+	text, err := odb.TextContent(o)
 	if err != nil {
 		return "", plumbing.ZeroHash, blobError(h, path, err)
 	}
 	return text, h, nil
 }
 
-// fileContent is copyContent for the blob h of the file at path.
+// fileContent is odb.CopyContent for the blob h of the file at path.
 func fileContent(o plumbing.EncodedObject, h plumbing.Hash, path string) ([]byte, error) {
-	buf, err := copyContent(o)
+	buf, err := odb.CopyContent(o)
 	if err != nil {
 		return nil, blobError(h, path, err)
 	}
@@ -155,38 +151,11 @@ func (r *Repo) fileObject(ctx context.Context, commit plumbing.Hash, path string
 	if !ok || !e.Mode.IsFile() {
 		return nil, plumbing.ZeroHash, fmt.Errorf("%w: %s at %s", ErrFileNotFound, path, commit)
 	}
-	o, err := r.objs.get(plumbing.BlobObject, e.Hash)
+	o, err := r.objs.Get(plumbing.BlobObject, e.Hash)
 	if err != nil {
 		return nil, plumbing.ZeroHash, fmt.Errorf("memrepo: read blob %s (%s): %w", e.Hash, path, err)
 	}
 	return o, e.Hash, nil
-}
-
-// copyContent returns a copy of o's content: cached objects stay immutable.
-func copyContent(o plumbing.EncodedObject) ([]byte, error) {
-	if po, ok := o.(*packedObject); ok {
-		return slices.Clone(po.cont), nil
-	}
-	rd, err := o.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	buf := make([]byte, o.Size())
-	if _, err := io.ReadFull(rd, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
-}
-
-// textContent is copyContent as a string: a packed object is copied once,
-// where string(copyContent) would copy it twice.
-func textContent(o plumbing.EncodedObject) (string, error) {
-	if po, ok := o.(*packedObject); ok {
-		return string(po.cont), nil
-	}
-	buf, err := copyContent(o)
-	return string(buf), err
 }
 
 // ListFiles returns every file under dir in commit, recursively, as sorted
@@ -478,11 +447,11 @@ func (r *Repo) rawTree(h plumbing.Hash) ([]byte, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
-	o, err := r.objs.get(plumbing.TreeObject, h)
+	o, err := r.objs.Get(plumbing.TreeObject, h)
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
 	}
-	b, err := treeBytes(o)
+	b, err := odb.SharedContent(o)
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
 	}
@@ -548,7 +517,7 @@ func (r *Repo) ResolveRevision(ctx context.Context, rev string) (plumbing.Hash, 
 
 	h, err := r.resolveBase(base)
 	if err == nil {
-		_, err = r.objs.get(plumbing.CommitObject, h)
+		_, err = r.objs.Get(plumbing.CommitObject, h)
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
 			return notFound("no such commit")
 		}
@@ -625,10 +594,10 @@ func (r *Repo) resolveBase(base string) (plumbing.Hash, error) {
 	if len(hexs) < minAbbrev || len(hexs) > 40 || strings.Trim(hexs, "0123456789abcdef") != "" {
 		return plumbing.ZeroHash, fmt.Errorf("%w: not a ref or hex hash", ErrRevisionNotFound)
 	}
-	if h, ok := parseHash(hexs); ok {
+	if h, ok := odb.ParseHash(hexs); ok {
 		return h, nil // existence and type are checked by the caller
 	}
-	cands, err := r.objs.hashesWithPrefix(hexs)
+	cands, err := r.objs.HashesWithPrefix(hexs)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -636,7 +605,7 @@ func (r *Repo) resolveBase(base string) (plumbing.Hash, error) {
 	// whether an abbreviation is ambiguous.
 	var found []plumbing.Hash
 	for _, h := range cands {
-		if _, err := r.objs.get(plumbing.CommitObject, h); err == nil {
+		if _, err := r.objs.Get(plumbing.CommitObject, h); err == nil {
 			found = append(found, h)
 		}
 	}

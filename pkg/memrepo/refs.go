@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
 var (
@@ -70,7 +72,7 @@ func (r *Repo) readRefOnce(name plumbing.ReferenceName) (plumbing.Hash, plumbing
 		if target, ok := strings.CutPrefix(s, "ref:"); ok {
 			return plumbing.ZeroHash, plumbing.ReferenceName(strings.TrimSpace(target)), nil
 		}
-		h, ok := parseHash(s)
+		h, ok := odb.ParseHash(s)
 		if !ok {
 			return plumbing.ZeroHash, "", fmt.Errorf("memrepo: malformed ref %s: %q", name, s)
 		}
@@ -105,7 +107,7 @@ func (r *Repo) readPackedRef(name plumbing.ReferenceName) (plumbing.Hash, error)
 		if !ok || ref != string(name) {
 			continue
 		}
-		h, ok := parseHash(sha)
+		h, ok := odb.ParseHash(sha)
 		if !ok {
 			return plumbing.ZeroHash, fmt.Errorf("memrepo: malformed packed-refs line %q", line)
 		}
@@ -227,7 +229,7 @@ func (l *mainLock) commit() error {
 		return fmt.Errorf("memrepo: rename %s: %w", l.lockPath, err)
 	}
 	l.renamed = true
-	if err := syncDir(filepath.Dir(l.refPath)); err != nil {
+	if err := odb.SyncDir(filepath.Dir(l.refPath)); err != nil {
 		return fmt.Errorf("memrepo: main updated but syncing %s failed (not yet durable): %w",
 			filepath.Dir(l.refPath), err)
 	}
@@ -281,7 +283,7 @@ func (r *Repo) RecoverStaleLock(maxAge time.Duration) (bool, error) {
 		}
 		return false, fmt.Errorf("memrepo: remove stale %s: %w", lockPath, err)
 	}
-	if err := syncDir(filepath.Dir(lockPath)); err != nil {
+	if err := odb.SyncDir(filepath.Dir(lockPath)); err != nil {
 		return true, fmt.Errorf("memrepo: sync %s: %w", filepath.Dir(lockPath), err)
 	}
 	return true, nil
@@ -345,7 +347,7 @@ func (c *headCache) load(path string) (plumbing.Hash, bool) {
 	if err != nil {
 		return plumbing.ZeroHash, false
 	}
-	h, ok := parseHash(strings.TrimRight(string(data), " \t\r\n"))
+	h, ok := odb.ParseHash(strings.TrimRight(string(data), " \t\r\n"))
 	if !ok {
 		return plumbing.ZeroHash, false
 	}

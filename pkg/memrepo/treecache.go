@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/garden-bloom/memory/pkg/lru"
+	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
 // decodedTree is a tree object decoded once and shared by every reader
@@ -73,24 +74,28 @@ func (t *decodedTree) find(name string) (object.TreeEntry, bool) {
 // (issue #9 profile: object.(*Tree).Decode 56 %, most of the rest GC).
 const treeCacheSize = 32 << 20
 
+// commitCacheSize bounds the decoded-commit cache: every read resolves the
+// head commit, several times.
+const commitCacheSize = 8 << 20
+
 func newTreeCache() *lru.Cache[plumbing.Hash, *decodedTree] {
 	return lru.New[plumbing.Hash, *decodedTree](treeCacheSize)
 }
 
 // tree returns tree h decoded, from the cache when it was seen (nil for the
 // zero hash). The result is shared: callers must not modify it.
-func (s *objectStore) tree(h plumbing.Hash) (*decodedTree, error) {
+func (r *Repo) tree(h plumbing.Hash) (*decodedTree, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
-	if t, ok := s.trees.Get(h); ok {
+	if t, ok := r.trees.Get(h); ok {
 		return t, nil
 	}
-	o, err := s.get(plumbing.TreeObject, h)
+	o, err := r.objs.Get(plumbing.TreeObject, h)
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
 	}
-	raw, err := treeBytes(o)
+	raw, err := odb.SharedContent(o)
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: read tree %s: %w", h, err)
 	}
@@ -99,17 +104,8 @@ func (s *objectStore) tree(h plumbing.Hash) (*decodedTree, error) {
 		return nil, fmt.Errorf("memrepo: decode tree %s: %w", h, err)
 	}
 	dt := newDecodedTree(entries)
-	s.trees.Put(h, dt, dt.cost)
+	r.trees.Put(h, dt, dt.cost)
 	return dt, nil
-}
-
-// treeBytes returns a tree object's content, shared when it comes from a
-// pack (read-only).
-func treeBytes(o plumbing.EncodedObject) ([]byte, error) {
-	if po, ok := o.(*packedObject); ok {
-		return po.cont, nil
-	}
-	return copyContent(o)
 }
 
 // decodeTree parses a raw tree object as object.Tree.Decode does, with one

@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
 var (
@@ -127,9 +129,9 @@ func (e *ChainError) Unwrap() error { return e.Err }
 // memory first, then takes refs/heads/main.lock (git's own lock protocol)
 // and checks main again, then writes the new objects as one pack: pack and
 // index are fsynced, renamed into objects/pack and the directory is fsynced
-// (see packWriter), while the new ref value is fsynced in the lock file.
-// Only when all of that is on disk is the lock renamed over refs/heads/main
-// (and refs/heads fsynced). A crash at any instant therefore leaves main at
+// (see packWriter in internal/odb), while the new ref value is fsynced in
+// the lock file. Only when all of that is on disk is the lock renamed over
+// refs/heads/main (and refs/heads fsynced). A crash at any instant therefore leaves main at
 // either parent or the last commit of the chain, with every object it needs
 // present; at worst an unreferenced pack, temp files (tmp_pack_*, tmp_idx_*,
 // removed by git gc) and a stale main.lock remain (see RecoverStaleLock).
@@ -204,16 +206,16 @@ func checkRequests(reqs []CommitRequest) ([]*object.Commit, error) {
 
 // buildChain builds every commit of the chain in memory and returns all new
 // objects (each once) and the commits' hashes.
-func (r *Repo) buildChain(parent plumbing.Hash, reqs []CommitRequest, commits []*object.Commit) (*objectSet, []plumbing.Hash, error) {
+func (r *Repo) buildChain(parent plumbing.Hash, reqs []CommitRequest, commits []*object.Commit) (*odb.ObjectSet, []plumbing.Hash, error) {
 	pc, err := r.commitObject(parent)
 	if err != nil {
 		return nil, nil, err
 	}
-	objs := newObjectSet()
+	objs := odb.NewObjectSet()
 	hashes := make([]plumbing.Hash, len(reqs))
 	prev, tree := parent, pc.TreeHash
 	for i := range reqs {
-		root, err := buildTree(r.objs, objs, tree, reqs[i].Changes)
+		root, err := buildTree(r, objs, tree, reqs[i].Changes)
 		if err != nil {
 			return nil, nil, &ChainError{Index: i, Err: err}
 		}
@@ -226,7 +228,7 @@ func (r *Repo) buildChain(parent plumbing.Hash, reqs []CommitRequest, commits []
 		if err := c.Encode(co); err != nil {
 			return nil, nil, fmt.Errorf("memrepo: encode commit: %w", err)
 		}
-		hashes[i] = objs.add(co)
+		hashes[i] = objs.Add(co)
 		prev, tree = hashes[i], root
 	}
 	return objs, hashes, nil
@@ -234,8 +236,8 @@ func (r *Repo) buildChain(parent plumbing.Hash, reqs []CommitRequest, commits []
 
 // buildTree applies changes to tree root and returns the new root's hash,
 // adding the new blobs and trees to objs.
-func buildTree(store *objectStore, objs *objectSet, root plumbing.Hash, changes []Change) (plumbing.Hash, error) {
-	b, err := newTreeBuilder(store, objs, root)
+func buildTree(r *Repo, objs *odb.ObjectSet, root plumbing.Hash, changes []Change) (plumbing.Hash, error) {
+	b, err := newTreeBuilder(r, objs, root)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -254,7 +256,7 @@ func buildTree(store *objectStore, objs *objectSet, root plumbing.Hash, changes 
 
 // publish makes the chain durable and moves main from parent to its last
 // commit (see CommitChain for the protocol). The caller holds writeMu.
-func (r *Repo) publish(ctx context.Context, parent plumbing.Hash, objs *objectSet, hashes []plumbing.Hash) ([]plumbing.Hash, error) {
+func (r *Repo) publish(ctx context.Context, parent plumbing.Hash, objs *odb.ObjectSet, hashes []plumbing.Hash) ([]plumbing.Hash, error) {
 	lock, err := r.lockMain(ctx, parent)
 	if err != nil {
 		return nil, err
@@ -264,20 +266,11 @@ func (r *Repo) publish(ctx context.Context, parent plumbing.Hash, objs *objectSe
 	// fsynced concurrently with the objects.
 	lockErr := make(chan error, 1)
 	go func() { lockErr <- lock.write(hashes[len(hashes)-1]) }()
-	objErr := r.objs.writeNew(objs)
+	objErr := r.objs.WriteNew(objs)
 	if err := errors.Join(objErr, <-lockErr); err != nil {
 		return nil, err
 	}
-	// The next commit reads these trees back as its parent: keep them hot.
-	// Trees are cached as their raw bytes, which the diff of every commit
-	// walks without a copy (a memory object only hands out copies).
-	for _, o := range objs.list {
-		if raw, ok := objs.treeContent[o.Hash()]; ok {
-			r.objs.cache.Put(&packedObject{h: o.Hash(), t: plumbing.TreeObject, cont: raw})
-			continue
-		}
-		r.objs.cache.Put(o)
-	}
+	r.objs.Warm(objs) // the next commit reads these trees back as its parent
 	if err := lock.commit(); err != nil {
 		if lock.renamed {
 			return hashes, err // main moved; only its durability is in doubt
@@ -285,72 +278,6 @@ func (r *Repo) publish(ctx context.Context, parent plumbing.Hash, objs *objectSe
 		return nil, err
 	}
 	return hashes, nil
-}
-
-// objectSet collects the new objects of a chain, in order and once each.
-// Later commits of the chain read the trees of earlier ones from it, since
-// nothing is on disk before the whole chain is written.
-type objectSet struct {
-	list   []*plumbing.MemoryObject
-	byHash map[plumbing.Hash]*plumbing.MemoryObject
-	// trees holds the entries of the trees built so far (read-only), so the
-	// next commit of the chain need not decode them again.
-	trees map[plumbing.Hash][]object.TreeEntry
-	// treeContent holds the encoded trees built so far, and deltaBases
-	// names for a tree the earlier version of the chain it replaced: the
-	// pack stores it as a delta against that version (see writeNew).
-	treeContent map[plumbing.Hash][]byte
-	deltaBases  map[plumbing.Hash]deltaBase
-}
-
-// deltaBase is the tree a new tree may be stored as a delta against, and
-// how long the chain of deltas to it would then be.
-type deltaBase struct {
-	hash  plumbing.Hash
-	depth int
-}
-
-// maxTreeDeltaDepth bounds the delta chains a chain's trees form (git's own
-// default is 50). A reader resolving the last tree of a long chain cold
-// patches each version once, keeping each as the next one's base.
-const maxTreeDeltaDepth = 10
-
-func newObjectSet() *objectSet {
-	return &objectSet{
-		byHash:      map[plumbing.Hash]*plumbing.MemoryObject{},
-		trees:       map[plumbing.Hash][]object.TreeEntry{},
-		treeContent: map[plumbing.Hash][]byte{},
-		deltaBases:  map[plumbing.Hash]deltaBase{},
-	}
-}
-
-// addTree records tree h (just added), which replaced orig on its path.
-// When orig was built earlier in the chain, h may be stored as a delta
-// against it: a commit's memory/ tree differs from the previous commit's
-// by the one agent's entry, yet whole it is the largest object a commit
-// writes (1,000 agents: 38 KB, ~24 KB compressed).
-func (s *objectSet) addTree(h, orig plumbing.Hash, entries []object.TreeEntry, content []byte) {
-	if _, seen := s.treeContent[h]; seen {
-		return // built before in the chain (a revert): stored as first built
-	}
-	s.trees[h] = entries
-	s.treeContent[h] = content
-	if _, built := s.treeContent[orig]; !built {
-		return
-	}
-	if depth := s.deltaBases[orig].depth + 1; depth <= maxTreeDeltaDepth {
-		s.deltaBases[h] = deltaBase{hash: orig, depth: depth}
-	}
-}
-
-// add queues a new object (once per hash) and returns its hash.
-func (s *objectSet) add(o *plumbing.MemoryObject) plumbing.Hash {
-	h := o.Hash()
-	if _, ok := s.byHash[h]; !ok {
-		s.byHash[h] = o
-		s.list = append(s.list, o)
-	}
-	return h
 }
 
 // commitObject validates the request's metadata and returns the commit to
@@ -401,10 +328,10 @@ func fillSignature(s Signature, now time.Time) object.Signature {
 // changed paths (path-by-path, never a whole recursive tree) and producing
 // the new blob and tree objects, all in memory.
 type treeBuilder struct {
-	store *objectStore
+	repo *Repo // reads (and caches) the parent's trees
 	// objects receives the new blobs and trees; trees built earlier in the
 	// same chain are read back from it.
-	objects *objectSet
+	objects *odb.ObjectSet
 	root    *treeNode
 }
 
@@ -416,8 +343,8 @@ type treeNode struct {
 	children map[string]*treeNode
 }
 
-func newTreeBuilder(store *objectStore, objects *objectSet, root plumbing.Hash) (*treeBuilder, error) {
-	b := &treeBuilder{store: store, objects: objects}
+func newTreeBuilder(repo *Repo, objects *odb.ObjectSet, root plumbing.Hash) (*treeBuilder, error) {
+	b := &treeBuilder{repo: repo, objects: objects}
 	n, err := b.load(root)
 	if err != nil {
 		return nil, err
@@ -427,11 +354,11 @@ func newTreeBuilder(store *objectStore, objects *objectSet, root plumbing.Hash) 
 }
 
 func (b *treeBuilder) load(h plumbing.Hash) (*treeNode, error) {
-	if entries, ok := b.objects.trees[h]; ok {
+	if entries, ok := b.objects.Tree(h); ok {
 		// Built earlier in this chain, not in the store yet.
 		return &treeNode{orig: h, entries: slices.Clone(entries)}, nil
 	}
-	t, err := b.store.tree(h) // shared, decoded once: copy before modifying
+	t, err := b.repo.tree(h) // shared, decoded once: copy before modifying
 	if err != nil {
 		return nil, err
 	}
@@ -546,7 +473,7 @@ func (b *treeBuilder) remove(path string) error {
 }
 
 // add queues a new object for writing (once per hash) and returns its hash.
-func (b *treeBuilder) add(o *plumbing.MemoryObject) plumbing.Hash { return b.objects.add(o) }
+func (b *treeBuilder) add(o *plumbing.MemoryObject) plumbing.Hash { return b.objects.Add(o) }
 
 // build encodes every changed tree bottom-up and returns the new root tree
 // hash. Directories left empty are pruned (git cannot represent them).
@@ -586,7 +513,7 @@ func (b *treeBuilder) encode(n *treeNode, isRoot bool) (plumbing.Hash, bool, err
 		return n.orig, false, nil // unchanged: nothing to write
 	}
 	h := b.add(o)
-	b.objects.addTree(h, n.orig, n.entries, content) // the node is done with its entries
+	b.objects.AddTree(h, n.orig, n.entries, content) // the node is done with its entries
 	return h, false, nil
 }
 

@@ -69,7 +69,7 @@ func newTestRepo(t testing.TB) *Repo {
 	t.Helper()
 	r, err := Init(context.Background(), filepath.Join(t.TempDir(), "memory.git"), testOpts())
 	require.NoError(t, err)
-	r.objs.retiredGrace = 0 // merged packs deleted at once, so tests can count packs
+	r.objs.SetRetiredGrace(0) // merged packs deleted at once, so tests can count packs
 	return r
 }
 

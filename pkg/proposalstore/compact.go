@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/commitfeed"
 )
 
 // fanout is how many segments of one level are merged into one of the next.
@@ -38,7 +39,7 @@ type compactor struct {
 	blobs  blob.Store
 	idx    *index
 	logger *slog.Logger
-	kick   chan struct{}
+	kick   commitfeed.Signal // a segment was written: merge if due
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -48,7 +49,7 @@ type compactor struct {
 
 func newCompactor(blobs blob.Store, idx *index, logger *slog.Logger, segs []segment) *compactor {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &compactor{blobs: blobs, idx: idx, logger: logger, kick: make(chan struct{}, 1), cancel: cancel,
+	c := &compactor{blobs: blobs, idx: idx, logger: logger, cancel: cancel,
 		done: make(chan struct{}), segs: segs}
 	go c.run(ctx)
 	c.poke()
@@ -63,12 +64,7 @@ func (c *compactor) add(g segment) {
 	c.poke()
 }
 
-func (c *compactor) poke() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
-}
+func (c *compactor) poke() { c.kick.Notify() }
 
 // close stops merging; a merge under way is finished or abandoned whole.
 func (c *compactor) close() {
@@ -82,7 +78,7 @@ func (c *compactor) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.kick:
+		case <-c.kick.C():
 		}
 		for run := c.due(); run != nil && ctx.Err() == nil; run = c.due() {
 			if err := c.merge(ctx, run); err != nil {

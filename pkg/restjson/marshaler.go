@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/garden-bloom/memory/pkg/enumname"
 )
 
 // DefaultMaxDepth is the nesting limit for request JSON when
@@ -245,7 +247,7 @@ func enumJSON(ed protoreflect.EnumDescriptor, n protoreflect.EnumNumber) []byte 
 	if ed.Values().ByNumber(n) == nil {
 		return strconv.AppendInt(nil, int64(n), 10)
 	}
-	s := EnumValueToREST(ed, n)
+	s := enumname.Short(ed, n)
 	return append(append([]byte{'"'}, s...), '"')
 }
 

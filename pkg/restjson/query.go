@@ -11,6 +11,8 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/garden-bloom/memory/pkg/enumname"
 )
 
 // QueryParser is a runtime.QueryParameterParser that accepts REST short
@@ -64,7 +66,7 @@ func (p *QueryParser) Parse(msg proto.Message, values url.Values, filter *utilit
 		ed := target.Enum()
 		var out []string
 		for i, s := range vals {
-			n, ok := EnumValueFromREST(ed, s)
+			n, ok := enumname.Parse(ed, s)
 			if !ok {
 				return newEnumValueError(key, ed, s)
 			}

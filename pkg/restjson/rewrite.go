@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/garden-bloom/memory/pkg/enumname"
 )
 
 // EnumValueError reports an enum value in a request that is not one of the
@@ -54,12 +56,15 @@ func CheckEnums(md protoreflect.MessageDescriptor, body []byte) error {
 	return rw.message(md, tree)
 }
 
+// nullValueEnum has its own JSON mapping (JSON null) and is never rewritten.
+const nullValueEnum protoreflect.FullName = "google.protobuf.NullValue"
+
 func newEnumValueError(field string, ed protoreflect.EnumDescriptor, value string) *EnumValueError {
 	return &EnumValueError{
 		Field:   field,
 		Enum:    ed.FullName(),
 		Value:   value,
-		Allowed: append([]string(nil), allowedEnumValues(ed)...),
+		Allowed: enumname.Allowed(ed),
 	}
 }
 
@@ -199,7 +204,7 @@ func (rw *rewriter) enum(ed protoreflect.EnumDescriptor, v *jsonValue) error {
 		if v.kind == jsonString {
 			name := v.str()
 			if ev := ed.Values().ByName(protoreflect.Name(name)); ev != nil {
-				if s := EnumValueToREST(ed, ev.Number()); s != name {
+				if s := enumname.Short(ed, ev.Number()); s != name {
 					v.setString(s)
 					rw.changed = true
 				}
@@ -225,12 +230,12 @@ func (rw *rewriter) enum(ed protoreflect.EnumDescriptor, v *jsonValue) error {
 	return nil
 }
 
-// parseEnumJSON interprets a JSON string (any form EnumValueFromREST
+// parseEnumJSON interprets a JSON string (any form enumname.Parse
 // accepts) or an integral JSON number as a declared value of ed.
 func parseEnumJSON(ed protoreflect.EnumDescriptor, v *jsonValue) (protoreflect.EnumNumber, bool) {
 	switch {
 	case v.kind == jsonString:
-		return EnumValueFromREST(ed, v.str())
+		return enumname.Parse(ed, v.str())
 	case v.isNumber():
 		f, err := strconv.ParseFloat(string(v.raw), 64)
 		if err != nil || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {

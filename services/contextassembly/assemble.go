@@ -13,9 +13,9 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/fulltext"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memread"
-	"github.com/garden-bloom/memory/pkg/fulltext"
 )
 
 // Context assembly limits (spec integration §5).
@@ -37,50 +37,41 @@ type candidate struct {
 	source *memoryv1.ContextSection
 }
 
-// AssembleContext builds a run's context: Layer 1 first, then the agent's
-// sources and search hits for the query hint by score, within the budget.
-func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleContextRequest) (*memoryv1.AssembleContextResponse, error) {
-	if err := access(ctx, req.GetAgentId(), "agent"); err != nil {
-		return nil, err
-	}
-	budget := int(req.GetBudget())
-	switch {
-	case budget < 0 || budget > MaxBudget:
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "budget", fmt.Sprintf("budget must be 1 to %d tokens", MaxBudget))
-	case budget == 0:
-		budget = DefaultBudget
-	}
-	if len(req.GetQueryHint()) > maxHintBytes {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "query_hint", fmt.Sprintf("query_hint is longer than %d bytes", maxHintBytes))
-	}
-	topK := int(req.GetTopK())
-	if topK < 0 || topK > 100 {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "top_k", "top_k must be 1 to 100")
-	}
-	if topK == 0 {
-		topK = DefaultTopK
-	}
-	files, commit, err := h.at(ctx, req.GetAgentId(), req.GetAt())
+// assembleRequest is a validated AssembleContext request: budget and topK
+// are set (defaults applied).
+type assembleRequest struct {
+	agent, at      string
+	budget, topK   int
+	queryHint      string
+	excludeSources bool
+}
+
+// assemble builds a run's context at req.at: Layer 1 first, then the
+// agent's sources and search hits for the query hint by score, within the
+// budget.
+func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.AssembleContextResponse, error) {
+	budget, topK := req.budget, req.topK
+	files, commit, err := s.at(ctx, req.agent, req.at)
 	if err != nil {
 		return nil, err
 	}
 	sha := files.commit.String()
-	resp := &memoryv1.AssembleContextResponse{AgentId: req.GetAgentId(), Commit: sha,
+	resp := &memoryv1.AssembleContextResponse{AgentId: req.agent, Commit: sha,
 		AssembledAt: timestamppb.New(commit.Committer.When), Budget: int32(budget), TokensByLayer: map[string]int32{}}
 	// A section costs its file name and content, a warning its text (see
 	// budget.go); Layer 1 is read within the budget, warnings included.
-	add := func(s *memoryv1.ContextSection, bucket string) bool {
-		n := int32(h.svc.count(s.File)) + s.Tokens
+	add := func(sec *memoryv1.ContextSection, bucket string) bool {
+		n := int32(s.count(sec.File)) + sec.Tokens
 		if int(resp.TotalTokens+n) > budget {
 			return false
 		}
-		resp.Sections = append(resp.Sections, s)
+		resp.Sections = append(resp.Sections, sec)
 		resp.TotalTokens += n
 		resp.TokensByLayer[bucket] += n
 		return true
 	}
 	warn := func(w string) {
-		n := int32(h.svc.count(w))
+		n := int32(s.count(w))
 		if int(resp.TotalTokens+n) > budget {
 			resp.Truncated = true // no room left to say more
 			return
@@ -90,8 +81,8 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	}
 
 	// 1. Layer 1, always first, cut at section boundaries if the budget is tiny.
-	dir := memlayout.AgentDir(req.GetAgentId())
-	read, err := h.readFolder(ctx, files, memread.Request{Mode: memread.Wide, MaxTokens: budget,
+	dir := memlayout.AgentDir(req.agent)
+	read, err := s.readFolder(ctx, files, memread.Request{Mode: memread.Wide, MaxTokens: budget,
 		Include: []string{memlayout.SnapshotFile, memlayout.OpenLoopsFile, memlayout.FactsFile},
 		Header:  func(rel string) string { return dir + strings.TrimPrefix(rel, memread.AlwaysLoadPrefix) }}, false, nil)
 	if err != nil {
@@ -101,14 +92,14 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	inLayer1 := map[string]bool{}
 	for _, f := range l1.Files {
 		if rel, ok := strings.CutPrefix(f.Rel, memread.AlwaysLoadPrefix); ok {
-			add(&memoryv1.ContextSection{Kind: "always_load", File: memlayout.AgentDir(req.GetAgentId()) + rel, Commit: sha,
+			add(&memoryv1.ContextSection{Kind: "always_load", File: memlayout.AgentDir(req.agent) + rel, Commit: sha,
 				Tokens: int32(f.Tokens), Content: f.Content, Layer: int32(f.Layer), Truncated: f.Truncated}, "layer1")
 			continue
 		}
-		path := memlayout.AgentDir(req.GetAgentId()) + f.Rel
+		path := memlayout.AgentDir(req.agent) + f.Rel
 		inLayer1[path] = true
 		if f.Rel == memlayout.FactsFile {
-			h.svc.usage.record(req.GetAgentId(), f.Content)
+			s.usage.record(req.agent, f.Content)
 		}
 		add(&memoryv1.ContextSection{Kind: "layer1", File: path, Commit: sha, Tokens: int32(f.Tokens), Content: f.Content, Layer: 1, Truncated: f.Truncated}, "layer1")
 	}
@@ -120,23 +111,23 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	// 2. Search hits for the hint, grouped by file.
 	hitsByFile := map[string][]*memoryv1.ContextSection{}
 	best := map[string]float64{}
-	if hint := strings.TrimSpace(req.GetQueryHint()); hint != "" {
-		if h.svc.deps.Search == nil {
+	if hint := strings.TrimSpace(req.queryHint); hint != "" {
+		if s.deps.Search == nil {
 			warn("search is not configured: no hits for the query hint")
 		} else {
 			// The hint is an agent's words, not query syntax: its quotes,
 			// AND/OR/NOT, -word or field:value require and filter nothing.
-			sreq := &memoryv1.SearchRequest{Query: fulltext.NaturalQuery(hint), TopK: int32(topK), AgentId: req.GetAgentId(),
+			sreq := &memoryv1.SearchRequest{Query: fulltext.NaturalQuery(hint), TopK: int32(topK), AgentId: req.agent,
 				OmitExcerpts: true} // fillHit reads the lines
-			if req.GetAt() != "" {
+			if req.at != "" {
 				sreq.At = sha // hits as of the very commit read, not the index's head
 			}
-			res, err := h.svc.deps.Search.Search(ctx, sreq)
+			res, err := s.deps.Search.Search(ctx, sreq)
 			switch {
 			case apierr.Info(err).GetReason() == apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT):
 				warn("query hint has no searchable words")
 			case err != nil:
-				h.svc.logger.Warn("search for context assembly failed", "err", err)
+				s.logger.Warn("search for context assembly failed", "err", err)
 				warn("search unavailable: no hits for the query hint")
 			default:
 				if res.GetStale() {
@@ -146,9 +137,9 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 					if inLayer1[r.GetFile()] {
 						continue // already there in full
 					}
-					s := &memoryv1.ContextSection{Kind: "search_hit", File: r.GetFile(), Span: r.GetSpan(), Commit: r.GetCommit(),
+					sec := &memoryv1.ContextSection{Kind: "search_hit", File: r.GetFile(), Span: r.GetSpan(), Commit: r.GetCommit(),
 						Score: r.GetScore(), Layer: r.GetLayer()}
-					hitsByFile[r.GetFile()] = append(hitsByFile[r.GetFile()], s)
+					hitsByFile[r.GetFile()] = append(hitsByFile[r.GetFile()], sec)
 					best[r.GetFile()] = max(best[r.GetFile()], r.GetScore())
 				}
 			}
@@ -157,21 +148,21 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 
 	// 3. The agent's sources, whole, ranked by their best hit.
 	var cands []candidate
-	if !req.GetExcludeSources() {
-		srcs, err := h.sources(ctx, req.GetAgentId())
+	if !req.excludeSources {
+		srcs, err := s.sources(ctx, req.agent)
 		if err != nil {
-			h.svc.logger.Warn("object store unavailable for context assembly", "err", err)
+			s.logger.Warn("object store unavailable for context assembly", "err", err)
 			warn("object store unavailable: sources left out")
 		}
-		for _, s := range srcs {
-			s.Score = best[s.File]
-			cands = append(cands, candidate{section: s, hits: hitsByFile[s.File]})
-			delete(hitsByFile, s.File)
+		for _, sec := range srcs {
+			sec.Score = best[sec.File]
+			cands = append(cands, candidate{section: sec, hits: hitsByFile[sec.File]})
+			delete(hitsByFile, sec.File)
 		}
 	}
 	for _, hits := range hitsByFile {
-		for _, s := range hits {
-			cands = append(cands, candidate{section: s})
+		for _, sec := range hits {
+			cands = append(cands, candidate{section: sec})
 		}
 	}
 	byScore := func(a, b candidate) int {
@@ -189,31 +180,31 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	for len(cands) > 0 {
 		c := cands[0]
 		cands = cands[1:]
-		s := c.section
-		if s.Kind == "search_hit" && s.Content == "" {
+		sec := c.section
+		if sec.Kind == "search_hit" && sec.Content == "" {
 			src := ""
 			if c.source != nil {
-				src, s.Commit = c.source.Content, c.source.Commit
+				src, sec.Commit = c.source.Content, c.source.Commit
 			}
-			if err := h.fillHit(ctx, files, s, src); err != nil {
-				warn(fmt.Sprintf("%s: %v", s.File, err))
+			if err := s.fillHit(ctx, files, sec, src); err != nil {
+				warn(fmt.Sprintf("%s: %v", sec.File, err))
 				continue
 			}
 		}
-		bucket := map[string]string{"source": "sources", "search_hit": "search"}[s.Kind]
-		if add(s, bucket) {
+		bucket := map[string]string{"source": "sources", "search_hit": "search"}[sec.Kind]
+		if add(sec, bucket) {
 			continue
 		}
 		resp.Truncated = true
 		if len(c.hits) > 0 {
 			for _, hit := range c.hits {
-				cands = append(cands, candidate{section: hit, source: s})
+				cands = append(cands, candidate{section: hit, source: sec})
 			}
 			slices.SortFunc(cands, byScore)
 			continue
 		}
-		if s.Kind == "source" {
-			warn(fmt.Sprintf("%s left out: over the budget", s.File))
+		if sec.Kind == "source" {
+			warn(fmt.Sprintf("%s left out: over the budget", sec.File))
 		}
 	}
 	return resp, nil
@@ -222,19 +213,19 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 // sources reads agents/<agent>/sources/*.md, sorted by key. Every call
 // lists them, so it sees what changed; a text is fetched only when its
 // version is not in sourceTexts.
-func (h *handler) sources(ctx context.Context, agent string) ([]*memoryv1.ContextSection, error) {
-	if h.svc.deps.Blobs == nil {
+func (s *Service) sources(ctx context.Context, agent string) ([]*memoryv1.ContextSection, error) {
+	if s.deps.Blobs == nil {
 		return nil, nil
 	}
 	var out []*memoryv1.ContextSection
-	for info, err := range h.svc.deps.Blobs.List(ctx, "agents/"+agent+"/sources/") {
+	for info, err := range s.deps.Blobs.List(ctx, "agents/"+agent+"/sources/") {
 		if err != nil {
 			return out, err
 		}
 		if !strings.HasSuffix(info.Key, ".md") {
 			continue
 		}
-		content, etag, err := h.sourceText(ctx, info)
+		content, etag, err := s.sourceText(ctx, info)
 		if errors.Is(err, blob.ErrNotFound) {
 			continue
 		}
@@ -242,7 +233,7 @@ func (h *handler) sources(ctx context.Context, agent string) ([]*memoryv1.Contex
 			return out, err
 		}
 		out = append(out, &memoryv1.ContextSection{Kind: "source", File: info.Key, Commit: etag,
-			Content: content, Tokens: int32(h.svc.counts.source(info.Key, etag, content, h.svc.count))})
+			Content: content, Tokens: int32(s.counts.source(info.Key, etag, content, s.count))})
 	}
 	return out, nil
 }
@@ -251,19 +242,19 @@ func (h *handler) sources(ctx context.Context, agent string) ([]*memoryv1.Contex
 // sourceTexts when the listing's version is there (an ETag names a content,
 // so its text never changes), else from the object store (a round trip per
 // source on MinIO; on the folder store 9 % of the read plane in AssembleContext).
-func (h *handler) sourceText(ctx context.Context, info blob.Info) (text, etag string, err error) {
+func (s *Service) sourceText(ctx context.Context, info blob.Info) (text, etag string, err error) {
 	if info.ETag != "" {
-		if text, ok := h.svc.sourceTexts.Get(contentKey{source: info.Key, etag: info.ETag}); ok {
+		if text, ok := s.sourceTexts.Get(contentKey{source: info.Key, etag: info.ETag}); ok {
 			return text, info.ETag, nil
 		}
 	}
-	data, got, err := blob.GetBytes(ctx, h.svc.deps.Blobs, info.Key)
+	data, got, err := blob.GetBytes(ctx, s.deps.Blobs, info.Key)
 	if err != nil {
 		return "", "", err
 	}
 	text = string(data)
 	if got.ETag != "" {
-		h.svc.sourceTexts.Put(contentKey{source: info.Key, etag: got.ETag}, text, contentEntryCost+int64(len(info.Key)+len(got.ETag)+len(text)))
+		s.sourceTexts.Put(contentKey{source: info.Key, etag: got.ETag}, text, contentEntryCost+int64(len(info.Key)+len(got.ETag)+len(text)))
 	}
 	return text, got.ETag, nil
 }
@@ -271,17 +262,17 @@ func (h *handler) sourceText(ctx context.Context, info blob.Info) (text, etag st
 // fillHit loads a hit's lines: from its source's content already read, or
 // from the repository at the assembled commit, so the content matches the
 // version the context is stamped with.
-func (h *handler) fillHit(ctx context.Context, files agentFiles, s *memoryv1.ContextSection, source string) error {
+func (s *Service) fillHit(ctx context.Context, files agentFiles, sec *memoryv1.ContextSection, source string) error {
 	if source == "" {
-		data, err := files.repo.ReadFile(ctx, files.commit, s.File)
+		data, err := files.repo.ReadFile(ctx, files.commit, sec.File)
 		if err != nil {
 			return fmt.Errorf("not readable at this commit")
 		}
 		source = string(data)
-		s.Commit = files.commit.String()
+		sec.Commit = files.commit.String()
 	}
-	s.Content = chunkOf(source, s.GetSpan())
-	s.Tokens = int32(h.svc.count(s.Content))
+	sec.Content = chunkOf(source, sec.GetSpan())
+	sec.Tokens = int32(s.count(sec.Content))
 	return nil
 }
 

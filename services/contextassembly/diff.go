@@ -3,14 +3,12 @@ package contextassembly
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
@@ -19,6 +17,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memread"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/revision"
 )
 
 // diffContext is how many unchanged lines surround each hunk, as git does.
@@ -51,21 +50,18 @@ func relOf(agent, path string) string {
 
 // diffRange computes the agent's changes from..to ("" from = before the
 // agent's first commit; "" to = main), limited to files when given.
-func (h *handler) diffRange(ctx context.Context, agent, from, to string, files []string) (*rangeDiff, error) {
-	repo, err := h.svc.openRepo()
+func (s *Service) diffRange(ctx context.Context, agent, from, to string, files []string) (*rangeDiff, error) {
+	repo, err := s.openRepo()
 	if err != nil {
-		return nil, h.unavailable(err)
-	}
-	notFound := func(which, v string) error {
-		return apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
-			fmt.Sprintf("%s %q names no commit of main", which, v), map[string]string{which: v})
+		return nil, s.unavailable(err)
 	}
 	d := &rangeDiff{}
-	if d.to, d.toC, err = resolve(ctx, repo, to); errors.Is(err, errRevision) {
-		return nil, notFound("to", to)
+	if d.toC, err = revision.Resolve(ctx, repo, to); errors.Is(err, revision.ErrNotFound) {
+		return nil, apierr.RevisionNotFound("to", to)
 	} else if err != nil {
-		return nil, h.unavailable(err)
+		return nil, s.unavailable(err)
 	}
+	d.to = d.toC.Hash
 	touches := func(c *object.Commit) (bool, error) {
 		changed, err := repo.ChangedFiles(ctx, c.Hash)
 		if err != nil {
@@ -77,11 +73,12 @@ func (h *handler) diffRange(ctx context.Context, agent, from, to string, files [
 		}), nil
 	}
 	if from != "" {
-		if d.from, d.fromC, err = resolve(ctx, repo, from); errors.Is(err, errRevision) {
-			return nil, notFound("from", from)
+		if d.fromC, err = revision.Resolve(ctx, repo, from); errors.Is(err, revision.ErrNotFound) {
+			return nil, apierr.RevisionNotFound("from", from)
 		} else if err != nil {
-			return nil, h.unavailable(err)
+			return nil, s.unavailable(err)
 		}
+		d.from = d.fromC.Hash
 	}
 	// Count the agent's commits in the range; without `from`, the range is
 	// the agent's whole history (from the parent of its first commit).
@@ -101,17 +98,17 @@ func (h *handler) diffRange(ctx context.Context, agent, from, to string, files [
 		return nil
 	})
 	if err != nil {
-		return nil, h.unavailable(err)
+		return nil, s.unavailable(err)
 	}
 	if d.from.IsZero() && first != nil && len(first.ParentHashes) > 0 {
 		d.from = first.ParentHashes[0]
 		if d.fromC, err = repo.CommitInfo(ctx, d.from); err != nil {
-			return nil, h.unavailable(err)
+			return nil, s.unavailable(err)
 		}
 	}
 	paths, err := repo.DiffCommits(ctx, d.from, d.to)
 	if err != nil {
-		return nil, h.unavailable(err)
+		return nil, s.unavailable(err)
 	}
 	read := func(commit plumbing.Hash, path string) (*string, error) {
 		if commit.IsZero() {
@@ -134,11 +131,11 @@ func (h *handler) diffRange(ctx context.Context, agent, from, to string, files [
 		}
 		before, err := read(d.from, p)
 		if err != nil {
-			return nil, h.unavailable(err)
+			return nil, s.unavailable(err)
 		}
 		after, err := read(d.to, p)
 		if err != nil {
-			return nil, h.unavailable(err)
+			return nil, s.unavailable(err)
 		}
 		d.changes = append(d.changes, agentChange{rel: rel, before: before, after: after})
 	}
@@ -152,36 +149,24 @@ func orEmpty(s *string) string {
 	return *s
 }
 
-// DiffMemory returns what changed in an agent's memory between two points
-// (spec DiffMem §4.3): unified diffs per file or a structured list of facts,
-// loops and decisions, with the "N commits, M files, +a −d" summary.
-func (h *handler) DiffMemory(ctx context.Context, req *memoryv1.DiffMemoryRequest) (*memoryv1.DiffMemoryResponse, error) {
-	if err := access(ctx, req.GetAgentId(), "agentId"); err != nil {
-		return nil, err
-	}
-	if err := checkTool(req.GetTool(), "memory-diff", "diff_memory"); err != nil {
-		return nil, err
-	}
-	if req.GetMaxTokens() < 0 {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "maxTokens", "maxTokens must not be negative")
-	}
-	if len(req.GetFiles()) > maxListItems {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "files", fmt.Sprintf("at most %d files", maxListItems))
-	}
-	for _, f := range req.GetFiles() {
-		if _, err := memlayout.Resolve(req.GetAgentId(), f); err != nil {
-			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, "files", fmt.Sprintf("file %q is not an agent memory file", apierr.Clip(f)))
-		}
-	}
-	format := req.GetFormat()
-	if format != memoryv1.DiffFormat_DIFF_FORMAT_UNSPECIFIED && format != memoryv1.DiffFormat_DIFF_FORMAT_UNIFIED && format != memoryv1.DiffFormat_DIFF_FORMAT_FACTS {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "format", "format must be unified or facts")
-	}
-	d, err := h.diffRange(ctx, req.GetAgentId(), req.GetFrom(), req.GetTo(), req.GetFiles())
+// diffRequest is a validated DiffMemory request.
+type diffRequest struct {
+	agent, from, to string
+	files           []string
+	// facts asks for the structured list of items instead of unified diffs.
+	facts     bool
+	maxTokens int
+}
+
+// diffMemory diffs the agent's memory over r.from..r.to: stats and the
+// summary of the whole range, and as many files' diffs (or item changes)
+// as r.maxTokens holds.
+func (s *Service) diffMemory(ctx context.Context, r diffRequest) (*memoryv1.DiffMemoryResponse, error) {
+	d, err := s.diffRange(ctx, r.agent, r.from, r.to, r.files)
 	if err != nil {
 		return nil, err
 	}
-	resp := &memoryv1.DiffMemoryResponse{AgentId: req.GetAgentId(), To: d.to.String(), ToDate: timestamppb.New(d.toC.Committer.When),
+	resp := &memoryv1.DiffMemoryResponse{AgentId: r.agent, To: d.to.String(), ToDate: timestamppb.New(d.toC.Committer.When),
 		Diff: map[string]string{}, Stats: &memoryv1.DiffStats{Commits: int32(d.commits)}}
 	if !d.from.IsZero() {
 		resp.From, resp.FromDate = d.from.String(), timestamppb.New(d.fromC.Committer.When)
@@ -204,23 +189,23 @@ func (h *handler) DiffMemory(ctx context.Context, req *memoryv1.DiffMemoryReques
 		resp.Stats.Additions += int32(added)
 		resp.Stats.Deletions += int32(deleted)
 		p := piece{rel: c.rel, text: text}
-		if format == memoryv1.DiffFormat_DIFF_FORMAT_FACTS {
+		if r.facts {
 			p.text = ""
 			for _, ic := range memdiff.Items(c.rel, orEmpty(c.before), orEmpty(c.after)) {
 				ch := &memoryv1.ItemChange{Item: ic.Item, Change: changeKind(ic.Change), File: c.rel, Section: ic.Section, Before: ic.Before, After: ic.After}
 				p.changes = append(p.changes, ch)
-				for _, s := range []string{ch.Item, ch.File, ch.Section, ch.Before, ch.After} {
-					p.tokens += h.svc.count(s)
+				for _, t := range []string{ch.Item, ch.File, ch.Section, ch.Before, ch.After} {
+					p.tokens += s.count(t)
 				}
 			}
 		} else {
-			p.tokens = h.svc.count(memread.Header(c.rel)) + h.svc.count(text)
+			p.tokens = s.count(memread.Header(c.rel)) + s.count(text)
 		}
 		pieces = append(pieces, p)
 	}
 	resp.Summary = memdiff.Summary(int(resp.Stats.Commits), int(resp.Stats.Files), int(resp.Stats.Additions), int(resp.Stats.Deletions))
-	budget := int(req.GetMaxTokens())
-	resp.TokenCount = int32(h.svc.count(resp.Summary))
+	budget := r.maxTokens
+	resp.TokenCount = int32(s.count(resp.Summary))
 	if budget > 0 && int(resp.TokenCount) > budget {
 		return nil, tooSmall("maxTokens", budget, int(resp.TokenCount))
 	}
@@ -231,43 +216,27 @@ func (h *handler) DiffMemory(ctx context.Context, req *memoryv1.DiffMemoryReques
 		}
 		resp.TokenCount += int32(p.tokens)
 		resp.Changes = append(resp.Changes, p.changes...)
-		if format != memoryv1.DiffFormat_DIFF_FORMAT_FACTS {
+		if !r.facts {
 			resp.Diff[p.rel] = p.text
 		}
 	}
 	return resp, nil
 }
 
-func changeKind(s string) memoryv1.ChangeKind {
-	switch s {
-	case "added":
-		return memoryv1.ChangeKind_CHANGE_KIND_ADDED
-	case "removed":
-		return memoryv1.ChangeKind_CHANGE_KIND_REMOVED
-	}
-	return memoryv1.ChangeKind_CHANGE_KIND_CHANGED
-}
-
 // temporalDiffs renders the diffs of a time range for read-memory's temporal
 // mode: from defaults to seven days before `to`.
-func (h *handler) temporalDiffs(ctx context.Context, agent, from, to string, toTime time.Time) ([]agentChange, string, error) {
+func (s *Service) temporalDiffs(ctx context.Context, agent, from, to string, toTime time.Time) ([]agentChange, string, error) {
 	if from == "" {
 		from = toTime.Add(-7 * 24 * time.Hour).Format(time.RFC3339)
 	}
-	d, err := h.diffRange(ctx, agent, from, to, nil)
-	if apierr.Info(err).GetReason() == apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND) && isTime(from) {
+	d, err := s.diffRange(ctx, agent, from, to, nil)
+	if _, isTime := revision.Time(from); isTime && apierr.Info(err).GetReason() == apierr.ReasonString(memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND) {
 		// A time before the repository's first commit: diff the agent's
 		// whole history. A ref that names nothing stays not found.
-		d, err = h.diffRange(ctx, agent, "", to, nil)
+		d, err = s.diffRange(ctx, agent, "", to, nil)
 	}
 	if err != nil {
 		return nil, "", err
 	}
 	return d.changes, d.from.String(), nil
-}
-
-// isTime reports whether a revision is an RFC 3339 time rather than a ref.
-func isTime(rev string) bool {
-	_, err := time.Parse(time.RFC3339, rev)
-	return err == nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
 )
 
 // Spec-only request fields (issue #24): the specs' example bodies carry a
@@ -15,7 +16,7 @@ func checkTool(tool string, names ...string) error {
 	if tool == "" || slices.Contains(names, tool) {
 		return nil
 	}
-	return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "tool",
+	return apierr.InvalidArgument("tool",
 		fmt.Sprintf("tool %q does not name this call; this endpoint is %q (or leave tool out)", tool, names[0]))
 }
 
@@ -31,7 +32,7 @@ func specRead(req *memoryv1.ReadMemoryRequest) error {
 	}
 	if o.GetMaxTokens() != 0 {
 		if req.GetMaxTokens() != 0 && req.GetMaxTokens() != o.GetMaxTokens() {
-			return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "options.maxTokens",
+			return apierr.InvalidArgument("options.maxTokens",
 				fmt.Sprintf("options.maxTokens %d differs from maxTokens %d; give one", o.GetMaxTokens(), req.GetMaxTokens()))
 		}
 		req.MaxTokens = o.GetMaxTokens()
@@ -45,7 +46,7 @@ func specRead(req *memoryv1.ReadMemoryRequest) error {
 			continue
 		}
 		if len(*f.topLevel) != 0 && !slices.Equal(*f.topLevel, f.nested) {
-			return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "options."+f.name,
+			return apierr.InvalidArgument("options."+f.name,
 				fmt.Sprintf("options.%s differs from %s; give one", f.name, f.name))
 		}
 		*f.topLevel = slices.Clone(f.nested)

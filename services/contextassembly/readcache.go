@@ -55,7 +55,7 @@ func (r *folderRead) cost() int64 {
 // renders files added after the mode's own (temporal diffs); such reads
 // depend on more than the folder and are not cached. The result is shared:
 // callers must not modify it.
-func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.Request, reserveMeta bool, extra func() ([]memread.File, error)) (*folderRead, error) {
+func (s *Service) readFolder(ctx context.Context, files agentFiles, req memread.Request, reserveMeta bool, extra func() ([]memread.File, error)) (*folderRead, error) {
 	key := readKey{agent: files.agent, tree: files.tree, mode: req.Mode, maxTokens: req.MaxTokens,
 		include: strings.Join(req.Include, "\x00"), exclude: strings.Join(req.Exclude, "\x00"), reserveMeta: reserveMeta,
 		pathHeaders: req.Header != nil}
@@ -63,18 +63,18 @@ func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.
 		key.today = req.Today
 	}
 	if extra == nil {
-		if r, ok := h.svc.reads.Get(key); ok {
+		if r, ok := s.reads.Get(key); ok {
 			return r, nil
 		}
 	}
 	files = files.memoized()
-	count := h.svc.counts.counter(files.memo, h.svc.count)
-	if err := h.checkSnapshot(ctx, files); err != nil {
+	count := s.counts.counter(files.memo, s.count)
+	if err := s.checkSnapshot(ctx, files); err != nil {
 		return nil, err
 	}
 	metaRaw, _, err := files.read(memlayout.MetaFile)
 	if err != nil {
-		return nil, h.unavailable(err)
+		return nil, s.unavailable(err)
 	}
 	meta, _ := memlayout.ParseMeta([]byte(metaRaw)) // an unreadable meta.json reads as version 0
 	if reserveMeta {
@@ -85,8 +85,8 @@ func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.
 			return nil, err
 		}
 	}
-	if req.AlwaysLoad, err = h.svc.alwaysLoad(files); err != nil {
-		return nil, h.unavailable(err)
+	if req.AlwaysLoad, err = s.alwaysLoad(files); err != nil {
+		return nil, s.unavailable(err)
 	}
 	res, err := memread.Read(memread.Source{Read: files.read, List: files.list, Count: count}, req)
 	var small *memread.BudgetTooSmallError
@@ -94,7 +94,7 @@ func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.
 		return nil, small
 	}
 	if err != nil {
-		return nil, h.unavailable(err)
+		return nil, s.unavailable(err)
 	}
 	r := &folderRead{res: res, meta: meta}
 	if extra == nil {
@@ -104,7 +104,7 @@ func (h *handler) readFolder(ctx context.Context, files agentFiles, req memread.
 		for i := range res.Files {
 			res.Files[i].Content = strings.Clone(res.Files[i].Content)
 		}
-		h.svc.reads.Put(key, r, r.cost())
+		s.reads.Put(key, r, r.cost())
 	}
 	return r, nil
 }

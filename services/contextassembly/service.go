@@ -9,10 +9,8 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 
@@ -146,49 +144,6 @@ func (s *Service) count(text string) int { return s.counter.Count(text) }
 
 // openRepo opens the repository once it exists.
 func (s *Service) openRepo() (*memrepo.Repo, error) { return s.repo.Get() }
-
-// errRevision is returned when `at` names no commit.
-var errRevision = errors.New("revision not found")
-
-// resolve turns `at` (empty = main, a commit-ish, or an RFC 3339 time) into
-// a commit of main.
-func resolve(ctx context.Context, repo *memrepo.Repo, at string) (plumbing.Hash, *object.Commit, error) {
-	head, err := repo.Head(ctx)
-	if err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	if at == "" {
-		c, err := repo.CommitInfo(ctx, head)
-		return head, c, err
-	}
-	if t, err := time.Parse(time.RFC3339, at); err == nil {
-		// The newest first-parent commit made at or before t.
-		var found *object.Commit
-		err := repo.Walk(ctx, head, func(c *object.Commit) error {
-			if !c.Committer.When.After(t) {
-				found = c
-				return memrepo.ErrStopWalk
-			}
-			return nil
-		})
-		if err != nil {
-			return plumbing.ZeroHash, nil, err
-		}
-		if found == nil {
-			return plumbing.ZeroHash, nil, errRevision
-		}
-		return found.Hash, found, nil
-	}
-	h, err := repo.ResolveRevision(ctx, at)
-	if errors.Is(err, memrepo.ErrRevisionNotFound) {
-		return plumbing.ZeroHash, nil, errRevision
-	}
-	if err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	c, err := repo.CommitInfo(ctx, h)
-	return h, c, err
-}
 
 // agentFiles reads an agent's files (relative names) at a commit.
 type agentFiles struct {

@@ -3,47 +3,54 @@ package contextassembly
 import (
 	"context"
 
-	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 )
 
-// GetAgentStatus reports an agent's memory at main's head: meta.json, and
-// Layer 1's token use counted now against the hard limits.
-func (h *handler) GetAgentStatus(ctx context.Context, req *memoryv1.GetAgentStatusRequest) (*memoryv1.GetAgentStatusResponse, error) {
-	if err := access(ctx, req.GetAgentId(), "agentId"); err != nil {
-		return nil, err
-	}
-	files, _, err := h.at(ctx, req.GetAgentId(), "")
+// agentStatus is an agent's memory at main's head as GetAgentStatus
+// reports it.
+type agentStatus struct {
+	commit string
+	meta   memlayout.Meta
+	// layer1 is the token use of each Layer 1 file against its hard limit.
+	layer1           []layerUsage
+	runs, alwaysLoad int
+}
+
+type layerUsage struct {
+	file          string
+	tokens, limit int
+}
+
+// agentStatus reads meta.json and counts Layer 1's tokens now.
+func (s *Service) agentStatus(ctx context.Context, agent string) (*agentStatus, error) {
+	files, _, err := s.at(ctx, agent, "")
 	if err != nil {
 		return nil, err
 	}
 	metaRaw, _, err := files.read(memlayout.MetaFile)
 	if err != nil {
-		return nil, h.unavailable(err)
+		return nil, s.unavailable(err)
 	}
 	meta, _ := memlayout.ParseMeta([]byte(metaRaw))
-	resp := &memoryv1.GetAgentStatusResponse{AgentId: req.GetAgentId(), Commit: files.commit.String(),
-		Meta: metaMessage(req.GetAgentId(), meta), Layer1Limit: memlayout.Layer1Limit}
+	st := &agentStatus{commit: files.commit.String(), meta: meta}
 	for _, l := range []struct {
 		file  string
 		limit int
 	}{{memlayout.SnapshotFile, memlayout.SnapshotLimit}, {memlayout.FactsFile, memlayout.FactsLimit}, {memlayout.OpenLoopsFile, memlayout.OpenLoopsLimit}} {
 		content, _, err := files.read(l.file)
 		if err != nil {
-			return nil, h.unavailable(err)
+			return nil, s.unavailable(err)
 		}
-		n := int32(h.svc.count(content))
-		resp.Layer1 = append(resp.Layer1, &memoryv1.LayerUsage{File: l.file, Tokens: n, Limit: int32(l.limit)})
-		resp.Layer1Tokens += n
+		st.layer1 = append(st.layer1, layerUsage{file: l.file, tokens: s.count(content), limit: l.limit})
 	}
 	runs, err := files.list("runs/")
 	if err != nil {
-		return nil, h.unavailable(err)
+		return nil, s.unavailable(err)
 	}
-	blocks, err := h.svc.alwaysLoad(files)
+	blocks, err := s.alwaysLoad(files)
 	if err != nil {
-		return nil, h.unavailable(err)
+		return nil, s.unavailable(err)
 	}
-	resp.Runs, resp.AlwaysLoadBlocks = int32(len(runs)), int32(len(blocks))
-	return resp, nil
+	st.runs, st.alwaysLoad = len(runs), len(blocks)
+	return st, nil
 }

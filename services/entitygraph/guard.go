@@ -6,11 +6,9 @@ import (
 	"strings"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
-	"github.com/garden-bloom/memory/pkg/auth"
-	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/dupfacts"
-	"github.com/garden-bloom/memory/pkg/temporalgraph"
 	"github.com/garden-bloom/memory/pkg/memlayout"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
 )
 
 // Finding kinds of the semantic guard.
@@ -20,35 +18,28 @@ const (
 	FindingStillReferenced = "removal_still_referenced"
 )
 
-// CheckProposal is the semantic guard (spec integration §3): entity refs
-// the graph does not know, facts that repeat ones the agent has (case and
-// spacing aside), and removals of facts linking entities that other agents'
-// memory still refers to. proposal-apply flags such proposals for a person.
-func (h *handler) CheckProposal(ctx context.Context, req *memoryv1.CheckProposalRequest) (*memoryv1.CheckProposalResponse, error) {
-	if _, err := authz.RequireRole(ctx, auth.RoleService, auth.RoleAdmin); err != nil {
-		return nil, err
-	}
-	agent := req.GetAgentId()
-	if !memlayout.ValidAgentID(agent) {
-		return nil, invalid("agentId", "agentId must be a slug")
-	}
+// checkProposal runs the semantic guard (CheckProposal) on a proposal of
+// agent: entity refs the graph does not know, facts that repeat ones the
+// agent has (case and spacing aside), and removals of facts linking
+// entities that other agents' memory still refers to.
+func (s *Service) checkProposal(ctx context.Context, agent string, updates []*memoryv1.FileUpdate, refs []string) []*memoryv1.CheckFinding {
 	// facts.md is read before taking the graph's lock, which commits being
 	// applied wait on. If it cannot be read, that check is skipped: the
 	// guard flags what it finds and never blocks a proposal.
-	repeats, _ := dupfacts.Find(req.GetUpdates(), func() (string, error) { return h.factsAtHead(ctx, agent) })
-	resp := &memoryv1.CheckProposalResponse{}
-	h.svc.mu.RLock()
-	defer h.svc.mu.RUnlock()
-	for _, ref := range req.GetEntityRefs() {
-		if _, _, ok := h.svc.graph.Node(temporalgraph.Slug(ref), timeZero); !ok {
-			resp.Findings = append(resp.Findings, &memoryv1.CheckFinding{Kind: FindingUnknownRef, UpdateIndex: -1,
+	repeats, _ := dupfacts.Find(updates, func() (string, error) { return s.factsAtHead(ctx, agent) })
+	var findings []*memoryv1.CheckFinding
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, ref := range refs {
+		if _, _, ok := s.graph.Node(temporalgraph.Slug(ref), timeZero); !ok {
+			findings = append(findings, &memoryv1.CheckFinding{Kind: FindingUnknownRef, UpdateIndex: -1,
 				Detail: fmt.Sprintf("entity ref %q is not in the entity graph", ref)})
 		}
 	}
-	for i, u := range req.GetUpdates() {
+	for i, u := range updates {
 		for _, r := range repeats {
 			if r.Update == i {
-				resp.Findings = append(resp.Findings, &memoryv1.CheckFinding{Kind: FindingDuplicateFact, UpdateIndex: int32(i), Detail: r.Detail()})
+				findings = append(findings, &memoryv1.CheckFinding{Kind: FindingDuplicateFact, UpdateIndex: int32(i), Detail: r.Detail()})
 			}
 		}
 		if u.GetFile() == memlayout.FactsFile && u.GetOperation() == memoryv1.Operation_OPERATION_REMOVE {
@@ -56,7 +47,7 @@ func (h *handler) CheckProposal(ctx context.Context, req *memoryv1.CheckProposal
 				if m.Relation != temporalgraph.RelRefersTo {
 					continue
 				}
-				n, _, ok := h.svc.graph.Node(m.EntityID, timeZero)
+				n, _, ok := s.graph.Node(m.EntityID, timeZero)
 				if !ok {
 					continue
 				}
@@ -67,18 +58,18 @@ func (h *handler) CheckProposal(ctx context.Context, req *memoryv1.CheckProposal
 					}
 				}
 				if len(others) > 0 {
-					resp.Findings = append(resp.Findings, &memoryv1.CheckFinding{Kind: FindingStillReferenced, UpdateIndex: int32(i), Refs: others,
+					findings = append(findings, &memoryv1.CheckFinding{Kind: FindingStillReferenced, UpdateIndex: int32(i), Refs: others,
 						Detail: fmt.Sprintf("removing a fact about %q, which %d other file(s) still refer to", n.Label, len(others))})
 				}
 			}
 		}
 	}
-	return resp, nil
+	return findings
 }
 
 // factsAtHead reads the agent's facts.md at main's head.
-func (h *handler) factsAtHead(ctx context.Context, agent string) (string, error) {
-	repo, err := h.svc.repo.Get()
+func (s *Service) factsAtHead(ctx context.Context, agent string) (string, error) {
+	repo, err := s.repo.Get()
 	if err != nil {
 		return "", err
 	}

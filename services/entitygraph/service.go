@@ -27,9 +27,10 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/commitfeed"
 	"github.com/garden-bloom/memory/pkg/commitmsg"
-	"github.com/garden-bloom/memory/pkg/temporalgraph"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/modules"
 	"github.com/garden-bloom/memory/pkg/readstate"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
 )
 
 // Name is the fully-qualified gRPC service name, also its health-check name.
@@ -71,7 +72,8 @@ type Service struct {
 	deps   Deps
 	logger *slog.Logger
 	repo   *memrepo.Lazy
-	kick   chan struct{}
+	// wake asks for a catch-up (commit stream, WaitCurrent).
+	wake commitfeed.Signal
 
 	mu    sync.RWMutex // the graph is not safe for concurrent use
 	graph *temporalgraph.Graph
@@ -80,6 +82,8 @@ type Service struct {
 	// sharedAt is when the graph was loaded from the object store (zero:
 	// it was not); only the loop goroutine reads it after loading.
 	sharedAt time.Time
+	// caughtUp is the readiness: the first catch-up after start is done.
+	caughtUp modules.CaughtUp
 
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
@@ -94,7 +98,7 @@ func New(d Deps) *Service {
 		d.Poll = time.Second
 	}
 	s := &Service{deps: d, logger: d.Logger.With("service", "entity-graph"), repo: memrepo.LazyFor(d.Repo, d.RepoPath),
-		kick: make(chan struct{}, 1), graph: temporalgraph.New()}
+		graph: temporalgraph.New()}
 	var err error
 	if s.observing, err = s.instrument(d.MeterProvider); err != nil {
 		s.logger.Warn("entity graph lag not measured", "err", err)
@@ -113,9 +117,12 @@ func (s *Service) Register(g *grpc.Server) {
 // Start replays history and follows new commits until Stop.
 func (s *Service) Start(ctx context.Context) {
 	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.bg.Go(func() { s.loop(ctx) })
+	s.bg.Go(func() {
+		s.load(ctx)
+		s.follow(ctx)
+	})
 	if s.deps.Commits != nil {
-		s.bg.Go(func() { commitfeed.Follow(ctx, s.deps.Commits, s.notify) })
+		s.bg.Go(func() { s.wake.Follow(ctx, s.deps.Commits) })
 	}
 }
 
@@ -132,40 +139,48 @@ func (s *Service) Stop() {
 	s.bg.Wait()
 }
 
-func (s *Service) notify() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (s *Service) loop(ctx context.Context) {
-	s.load(ctx)
-	t := time.NewTicker(s.deps.Poll)
-	defer t.Stop()
+// follow catches up at once, for every commit on the stream and every
+// Poll, until ctx ends, saving (and publishing) the snapshot when due and
+// once more at the end.
+func (s *Service) follow(ctx context.Context) {
 	lastSave, saveCost := time.Now(), time.Duration(0)
-	for {
-		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
+	s.wake.Run(ctx, commitfeed.Loop{
+		Poll:    s.deps.Poll,
+		CatchUp: s.catchUpTo,
+		Failed: func(err error, _ bool) {
 			s.logger.Debug("entity graph catch-up failed; will retry", "err", err)
-		}
-		if now := time.Now(); saveDue(now.Sub(lastSave), saveCost, saveEvery) {
-			s.save()
-			lastSave = time.Now()
-			saveCost = lastSave.Sub(now)
-			s.publish(ctx, false)
-		}
-		select {
-		case <-ctx.Done():
+		},
+		After: func(ctx context.Context) time.Duration {
+			if now := time.Now(); saveDue(now.Sub(lastSave), saveCost, saveEvery) {
+				s.save()
+				lastSave = time.Now()
+				saveCost = lastSave.Sub(now)
+				s.publish(ctx, false)
+			}
+			return 0
+		},
+		Stopped: func() {
 			s.save()
 			// The next replica starts from here (bounded: shutdown waits).
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readstate.StopTimeout)
+			defer cancel()
 			s.publish(pctx, true)
-			cancel()
-			return
-		case <-s.kick:
-		case <-t.C:
+		},
+	})
+}
+
+// catchUpTo is catchUp, skipped when the graph is at wanted already: the
+// newest commit the stream reported (a newer one wakes it again).
+func (s *Service) catchUpTo(ctx context.Context, wanted string) error {
+	if wanted != "" {
+		s.mu.RLock()
+		at := s.last.String() == wanted
+		s.mu.RUnlock()
+		if at {
+			return nil
 		}
 	}
+	return s.catchUp(ctx)
 }
 
 // snapshotHeader starts the snapshot file: the commit the graph is at.
@@ -312,9 +327,9 @@ func replaceWith(tmp *os.File, path string) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// catchUp applies, oldest first, the first-parent commits after the last
+// catchUpToHead applies, oldest first, the first-parent commits after the last
 // one applied.
-func (s *Service) catchUp(ctx context.Context) error {
+func (s *Service) catchUpToHead(ctx context.Context) error {
 	repo, err := s.repo.Get()
 	if err != nil {
 		return err
@@ -511,7 +526,7 @@ func (s *Service) WaitCurrent(ctx context.Context) error {
 				}
 			}
 		}
-		s.notify()
+		s.wake.Notify()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -6,12 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
-	"github.com/garden-bloom/memory/pkg/temporalgraph"
 	"github.com/garden-bloom/memory/pkg/mdops"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
 )
 
 // maxWhyDepth bounds how far back a decision chain is followed.
@@ -20,8 +18,8 @@ const maxWhyDepth = 10
 // decisionEntry finds a decision's fields in its decisions.md at main,
 // reading only the files the viewer may see: two agents' entries with the
 // same date and title are one node, and one agent must not get the other's.
-func (h *handler) decisionEntry(ctx context.Context, v viewer, n temporalgraph.Node) (*memoryv1.Decision, error) {
-	repo, err := h.svc.repo.Get()
+func (s *Service) decisionEntry(ctx context.Context, v viewer, n temporalgraph.Node) (*memoryv1.Decision, error) {
+	repo, err := s.repo.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -39,44 +37,29 @@ func (h *handler) decisionEntry(ctx context.Context, v viewer, n temporalgraph.N
 		}
 		for _, d := range mdops.ParseDecisions(string(data)) {
 			if "decision-"+temporalgraph.Slug(d.Date.Format("2006-01-02")+" "+d.Title) == n.ID {
-				return &memoryv1.Decision{Id: n.ID, Title: d.Title, Status: d.Status, Context: d.Context, Decision: d.Decision,
-					Rationale: d.Rationale, Consequences: d.Consequences, RunId: d.RunID, Date: timestamppb.New(d.Date)}, nil
+				return decisionMessage(n.ID, d), nil
 			}
 		}
 	}
 	return &memoryv1.Decision{Id: n.ID, Title: n.Label}, nil
 }
 
-// ExplainDecision answers "why": the decision, the entities its context,
-// rationale and consequences link, and the earlier decisions it builds on,
-// followed back up to depth, with a Mermaid flowchart of the chain.
-func (h *handler) ExplainDecision(ctx context.Context, req *memoryv1.ExplainDecisionRequest) (*memoryv1.ExplainDecisionResponse, error) {
-	v, err := h.viewer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	depth := int(req.GetDepth())
-	if depth < 0 || depth > maxWhyDepth {
-		return nil, invalid("depth", fmt.Sprintf("depth must be 1 to %d", maxWhyDepth))
-	}
-	if depth == 0 {
-		depth = 5
-	}
-	h.svc.mu.RLock()
-	defer h.svc.mu.RUnlock()
-	id := temporalgraph.Slug(req.GetDecisionId())
+// explainDecision follows decision decisionID (or the newest one v may
+// see that query matches) back up to depth decisions, with the entities
+// each links.
+func (s *Service) explainDecision(ctx context.Context, v viewer, decisionID, query string, depth int) (*memoryv1.ExplainDecisionResponse, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	id := temporalgraph.Slug(decisionID)
 	if id == "" {
-		if strings.TrimSpace(req.GetQuery()) == "" {
-			return nil, invalid("decisionId", "give a decisionId or a query")
-		}
-		found := h.svc.graph.Nodes(temporalgraph.NodeFilter{Type: temporalgraph.TypeDecision, Query: req.GetQuery()})
+		found := s.graph.Nodes(temporalgraph.NodeFilter{Type: temporalgraph.TypeDecision, Query: query})
 		for _, n := range found {
 			if len(v.node(n).Refs) > 0 {
 				id = n.ID // newest id sorts last: dates lead the ids
 			}
 		}
 		if id == "" {
-			return nil, notFound(req.GetQuery())
+			return nil, apierr.EntityNotFound(query)
 		}
 	}
 	resp := &memoryv1.ExplainDecisionResponse{}
@@ -89,17 +72,17 @@ func (h *handler) ExplainDecision(ctx context.Context, req *memoryv1.ExplainDeci
 				continue
 			}
 			seen[cur] = true
-			n, edges, ok := h.svc.graph.Node(cur, timeZero)
+			n, edges, ok := s.graph.Node(cur, timeZero)
 			if !ok || len(v.node(n).Refs) == 0 {
 				if cur == id {
-					return nil, notFound(req.GetDecisionId())
+					return nil, apierr.EntityNotFound(decisionID)
 				}
 				continue
 			}
 			if n.Type != temporalgraph.TypeDecision {
 				continue
 			}
-			d, err := h.decisionEntry(ctx, v, n)
+			d, err := s.decisionEntry(ctx, v, n)
 			if err != nil {
 				return nil, apierr.Retryable(unavailable, memoryv1.ErrorReason_ERROR_REASON_REPOSITORY_UNAVAILABLE, "the memory repository is unavailable", retryAfter)
 			}
@@ -109,7 +92,7 @@ func (h *handler) ExplainDecision(ctx context.Context, req *memoryv1.ExplainDeci
 					continue
 				}
 				resp.Edges = append(resp.Edges, e)
-				to, _, _ := h.svc.graph.Node(e.GetToEntityId(), timeZero)
+				to, _, _ := s.graph.Node(e.GetToEntityId(), timeZero)
 				if !slices.ContainsFunc(resp.Entities, func(x *memoryv1.Entity) bool { return x.GetEntityId() == to.ID }) {
 					resp.Entities = append(resp.Entities, v.node(to))
 				}

@@ -130,18 +130,18 @@ func (e *edge) readBody(w http.ResponseWriter, r *http.Request, route *restjson.
 		case errors.As(err, &ne) && ne.Timeout():
 			return http.StatusRequestTimeout, status.Error(codes.DeadlineExceeded, "the request body did not arrive in time")
 		default:
-			return http.StatusBadRequest, invalid("the request body could not be read")
+			return http.StatusBadRequest, apierr.InvalidArgument("body", "the request body could not be read")
 		}
 	}
 	body := buf.Bytes()
 	if !utf8.Valid(body) {
-		return http.StatusBadRequest, invalid("the request body is not valid UTF-8")
+		return http.StatusBadRequest, apierr.InvalidArgument("body", "the request body is not valid UTF-8")
 	}
 	switch deep, trailing := scanJSON(body, MaxJSONDepth); {
 	case deep:
-		return http.StatusBadRequest, invalid("the request body nests more than " + strconv.Itoa(MaxJSONDepth) + " levels deep")
+		return http.StatusBadRequest, apierr.InvalidArgument("body", "the request body nests more than "+strconv.Itoa(MaxJSONDepth)+" levels deep")
 	case trailing:
-		return http.StatusBadRequest, invalid("the request body holds more than one JSON value")
+		return http.StatusBadRequest, apierr.InvalidArgument("body", "the request body holds more than one JSON value")
 	}
 	if err := agentMatchesPath(r.URL.Path, body); err != nil {
 		return http.StatusBadRequest, err
@@ -176,9 +176,8 @@ func checkEnums(route *restjson.Route, body []byte) error {
 	if bad.Enum == (memoryv1.Operation(0)).Descriptor().FullName() {
 		reason = memoryv1.ErrorReason_ERROR_REASON_INVALID_OPERATION
 	}
-	return apierr.New(codes.InvalidArgument, reason,
-		fmt.Sprintf("%s: %q is not one of %s", bad.Field, apierr.Clip(bad.Value), strings.Join(bad.Allowed, ", ")),
-		map[string]string{"field": bad.Field})
+	return apierr.Invalid(reason, bad.Field,
+		fmt.Sprintf("%s: %q is not one of %s", bad.Field, apierr.Clip(bad.Value), strings.Join(bad.Allowed, ", ")))
 }
 
 // agentMatchesPath refuses a body whose agentId (or agent_id) names
@@ -207,9 +206,8 @@ func agentMatchesPath(path string, body []byte) error {
 		}
 		var named string
 		if json.Unmarshal(raw, &named) == nil && named != "" && named != agent {
-			return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT,
-				fmt.Sprintf("the body's %s %q differs from the agent in the path %q", key, apierr.Clip(named), apierr.Clip(agent)),
-				map[string]string{"field": key})
+			return apierr.InvalidArgument(key,
+				fmt.Sprintf("the body's %s %q differs from the agent in the path %q", key, apierr.Clip(named), apierr.Clip(agent)))
 		}
 	}
 	return nil
@@ -234,11 +232,6 @@ func tooLarge(what string, limit int64) error {
 	return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE,
 		what+" is larger than "+strconv.FormatInt(limit, 10)+" bytes",
 		map[string]string{"limit": strconv.FormatInt(limit, 10)})
-}
-
-func invalid(msg string) error {
-	return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, msg,
-		map[string]string{"field": "body"})
 }
 
 // openAPIHandler serves doc as application/json with an ETag, so clients

@@ -180,7 +180,7 @@ func (e *edge) routingError(ctx context.Context, mux *runtime.ServeMux, m runtim
 	var err error
 	switch httpStatus {
 	case http.StatusNotFound:
-		err = notFound(r.URL.Path)
+		err = apierr.RouteNotFound(r.URL.Path)
 	case http.StatusMethodNotAllowed:
 		allowed := e.methodsOf(r.URL.Path)
 		w.Header().Set("Allow", strings.Join(allowed, ", "))

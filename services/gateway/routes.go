@@ -61,8 +61,7 @@ func (e *edge) route(w http.ResponseWriter, r *http.Request) (*restjson.Route, b
 	if r.URL.RawQuery != "" {
 		var err error
 		if values, err = url.ParseQuery(r.URL.RawQuery); err != nil {
-			e.reject(w, r, http.StatusBadRequest, apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT,
-				"the query string is malformed", map[string]string{"field": "query"}))
+			e.reject(w, r, http.StatusBadRequest, apierr.InvalidArgument("query", "the query string is malformed"))
 			return nil, false
 		}
 		if err := checkQueryText(values); err != nil {
@@ -80,7 +79,7 @@ func (e *edge) route(w http.ResponseWriter, r *http.Request) (*restjson.Route, b
 			e.reject(w, r, http.StatusMethodNotAllowed, methodNotAllowed(r.Method, allowed))
 			return nil, false
 		}
-		e.reject(w, r, http.StatusNotFound, notFound(r.URL.Path))
+		e.reject(w, r, http.StatusNotFound, apierr.RouteNotFound(r.URL.Path))
 		return nil, false
 	}
 	if values == nil {
@@ -126,8 +125,7 @@ func textProblem(s string) string {
 func checkPathText(path string) error {
 	for _, seg := range strings.Split(path, "/") {
 		if why := textProblem(seg); why != "" {
-			return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT,
-				fmt.Sprintf("the URL path segment %s %s", quoteClipped(seg), why), map[string]string{"field": "path"})
+			return apierr.InvalidArgument("path", fmt.Sprintf("the URL path segment %s %s", quoteClipped(seg), why))
 		}
 	}
 	return nil
@@ -178,10 +176,6 @@ func queryError(err error) error {
 		md["suggestion"] = qe.Suggestion
 	}
 	return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, clipped.Error(), md)
-}
-
-func notFound(path string) error {
-	return apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_NOT_FOUND, fmt.Sprintf("no REST path %q", apierr.Clip(path)), nil)
 }
 
 func methodNotAllowed(method string, allowed []string) error {

@@ -9,13 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
-	"github.com/garden-bloom/memory/pkg/apierr"
-	"github.com/garden-bloom/memory/pkg/auth"
-	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/blob"
 )
 
@@ -80,17 +76,4 @@ func (s *Service) backupLoop(ctx context.Context, every time.Duration) {
 			}
 		}
 	}
-}
-
-// CreateBackup writes a git bundle of the monorepo now (admin).
-func (h *handler) CreateBackup(ctx context.Context, _ *memoryv1.CreateBackupRequest) (*memoryv1.CreateBackupResponse, error) {
-	if _, err := authz.RequireRole(ctx, auth.RoleAdmin); err != nil {
-		return nil, err
-	}
-	resp, err := h.svc.backup(ctx)
-	if err != nil {
-		h.svc.logger.Error("git backup failed", "err", err)
-		return nil, apierr.Retryable(codes.Unavailable, memoryv1.ErrorReason_ERROR_REASON_OBJECT_STORE_UNAVAILABLE, "the backup could not be written; retry later", 5*time.Second)
-	}
-	return resp, nil
 }

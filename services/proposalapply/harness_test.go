@@ -97,11 +97,8 @@ func (e *env) start(opts ...envOption) {
 		o(&cfg)
 	}
 	svc, err := New(ctx, cfg, Deps{Repo: e.repo, Blobs: e.blobs, ProposalIndex: e.proposalIndex(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.Now, MeterProvider: e.meters})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.Now, MeterProvider: e.meters, Guard: e.guard})
 	require.NoError(t, err)
-	if e.guard != nil {
-		svc.SetGuard(e.guard)
-	}
 	require.NoError(t, svc.Start(ctx))
 	e.server = grpctest.Serve(t, svc.Register)
 	e.svc, e.client = svc, memoryv1.NewProposalApplyServiceClient(e.server.Conn)

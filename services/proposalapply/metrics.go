@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
-	"github.com/garden-bloom/memory/pkg/restjson"
+	"github.com/garden-bloom/memory/pkg/enumname"
 	"github.com/garden-bloom/memory/pkg/telemetry"
 )
 
@@ -101,7 +101,7 @@ func (s *Service) instrument() error {
 		o.ObserveInt64(depth, int64(s.engine.depth()))
 		for _, w := range s.store.AwaitingReview() {
 			o.ObserveInt64(awaiting, int64(w.Count), metric.WithAttributes(
-				attribute.String("agent", w.Agent), attribute.String("reason", restjson.EnumName(w.Reason))))
+				attribute.String("agent", w.Agent), attribute.String("reason", enumname.Name(w.Reason))))
 		}
 		return nil
 	}, depth, awaiting)

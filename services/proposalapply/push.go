@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/http"
 
+	"github.com/garden-bloom/memory/pkg/commitfeed"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 )
 
@@ -26,7 +27,8 @@ type pusher struct {
 	url    string
 	auth   transport.AuthMethod
 	logger *slog.Logger
-	kickCh chan struct{}
+	// wake asks for a push (after a commit).
+	wake commitfeed.Signal
 	// metrics counts failed pushes (set by Service.instrument; nil: none).
 	metrics *metrics
 
@@ -39,7 +41,7 @@ type pusher struct {
 }
 
 func newPusher(repo *memrepo.Repo, cfg Config, lookupEnv func(string) (string, bool), logger *slog.Logger) (*pusher, error) {
-	p := &pusher{repo: repo, url: cfg.GitRemoteURL, logger: logger, kickCh: make(chan struct{}, 1)}
+	p := &pusher{repo: repo, url: cfg.GitRemoteURL, logger: logger}
 	if cfg.GitRemoteURL == "" {
 		return p, nil
 	}
@@ -76,10 +78,7 @@ func (p *pusher) kick() {
 	if !p.enabled() {
 		return
 	}
-	select {
-	case p.kickCh <- struct{}{}:
-	default:
-	}
+	p.wake.Notify()
 }
 
 // run pushes on every kick, retrying failures with exponential backoff.
@@ -93,7 +92,7 @@ func (p *pusher) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-p.kickCh:
+		case <-p.wake.C():
 		case <-retry:
 		}
 		if err := p.push(ctx); err != nil {

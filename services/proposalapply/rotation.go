@@ -11,8 +11,6 @@ import (
 	"time"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
-	"github.com/garden-bloom/memory/pkg/auth"
-	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 )
@@ -126,22 +124,4 @@ func (s *Service) rotationLoop(ctx context.Context, every time.Duration) {
 			s.logger.Warn("run rotation failed; will retry at the next interval", "err", err)
 		}
 	}
-}
-
-// RotateRuns rotates runs now (admin).
-func (h *handler) RotateRuns(ctx context.Context, req *memoryv1.RotateRunsRequest) (*memoryv1.RotateRunsResponse, error) {
-	if a := req.GetAgentId(); a != "" && !memlayout.ValidAgentID(a) {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId", "agentId must be a slug")
-	}
-	if _, err := authz.RequireRole(ctx, auth.RoleAdmin); err != nil {
-		return nil, err
-	}
-	resp, err := h.svc.rotateRuns(ctx, req.GetAgentId())
-	if errors.Is(err, errArchive) {
-		return nil, h.svc.objectsUnavailable(err, "run rotation")
-	}
-	if err != nil {
-		return nil, h.internal(err, "run rotation")
-	}
-	return resp, nil
 }

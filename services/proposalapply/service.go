@@ -41,6 +41,9 @@ type Deps struct {
 	Now func() time.Time
 	// LookupEnv reads credentials from the environment; nil = none.
 	LookupEnv func(string) (string, bool)
+	// Guard is entity-graph's client for the semantic guard
+	// (CheckProposal); nil = no guard.
+	Guard memoryv1.EntityGraphServiceClient
 }
 
 // Service is the proposal-apply service.
@@ -95,7 +98,7 @@ func New(ctx context.Context, cfg Config, d Deps) (*Service, error) {
 	s := &Service{
 		cfg: cfg, blobs: d.Blobs, repo: d.Repo, store: store, counter: counter, now: now, logger: logger,
 		facts: newFactTimes(d.Blobs, now, logger), metrics: newMetrics(d.MeterProvider),
-		hub: newHub(d.Repo, logger, cfg.WatchPoll), pusher: p,
+		hub: newHub(d.Repo, logger, cfg.WatchPoll), pusher: p, guard: d.Guard,
 	}
 	s.engine = newEngine(s)
 	if err := s.instrument(); err != nil {
@@ -143,10 +146,6 @@ func (s *Service) Stop() {
 	s.bg.Wait()
 	s.store.Close()
 }
-
-// SetGuard connects the semantic guard (entity-graph's CheckProposal);
-// call before Start.
-func (s *Service) SetGuard(c memoryv1.EntityGraphServiceClient) { s.guard = c }
 
 // Register adds the service's gRPC handlers to g.
 func (s *Service) Register(g *grpc.Server) {

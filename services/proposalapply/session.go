@@ -10,41 +10,21 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
-	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/proposalstore"
 )
 
 // The DiffMem adapter's write calls (spec memory-subsystem-architecture,
 // "API Contract") on top of the proposal lifecycle: process-session stages
-// a proposal, commit-session releases it to the policy, process-and-commit
-// is Propose, onboard proposes an agent's skeleton.
+// a proposal (propose with staged), commit-session releases it to the
+// policy, process-and-commit is Propose, onboard proposes an agent's
+// skeleton.
 
-// ProcessSession validates and stores a proposal that waits for CommitSession.
-func (h *handler) ProcessSession(ctx context.Context, req *memoryv1.ProcessSessionRequest) (*memoryv1.ProcessSessionResponse, error) {
-	resp, err := h.propose(ctx, req.GetProposal(), true)
+// commitSession releases staged proposal rec to the agent's policy.
+func (s *Service) commitSession(ctx context.Context, rec *proposalstore.Record) (*memoryv1.Proposal, error) {
+	_, meta, policy, err := s.headState(ctx, rec.Proposal.GetAgentId())
 	if err != nil {
-		return nil, err
-	}
-	return &memoryv1.ProcessSessionResponse{Proposal: resp}, nil
-}
-
-// CommitSession releases a staged proposal to the agent's policy.
-func (h *handler) CommitSession(ctx context.Context, req *memoryv1.CommitSessionRequest) (*memoryv1.CommitSessionResponse, error) {
-	s := h.svc
-	if !memlayout.ValidAgentID(req.GetAgentId()) {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId", "agentId must be a slug")
-	}
-	rec, _, err := h.proposal(ctx, req.GetProposalId(), proposeRoles...)
-	if err != nil {
-		return nil, err
-	}
-	if rec.Proposal.GetAgentId() != req.GetAgentId() {
-		return nil, proposalNotFound(req.GetProposalId())
-	}
-	_, meta, policy, err := s.headState(ctx, req.GetAgentId())
-	if err != nil {
-		return nil, h.internal(err, "reading the agent's memory")
+		return nil, s.internal(err, "reading the agent's memory")
 	}
 	updated, err := s.store.Update(ctx, rec.Proposal.GetProposalId(), func(r *proposalstore.Record) error {
 		p := r.Proposal
@@ -60,65 +40,54 @@ func (h *handler) CommitSession(ctx context.Context, req *memoryv1.CommitSession
 		if apierr.Info(err) != nil {
 			return nil, err
 		}
-		return nil, h.internal(err, "updating the proposal")
+		return nil, s.internal(err, "updating the proposal")
 	}
 	p := updated.Proposal
 	s.logger.Info("staged proposal committed", "proposal", p.GetProposalId(), "agent", p.GetAgentId(), "status", p.GetStatus().String())
 	if p.GetStatus() == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED {
 		s.engine.enqueue(p.GetAgentId(), p.GetProposalId())
 	}
-	return &memoryv1.CommitSessionResponse{Proposal: proposeResponse(p)}, nil
+	return p, nil
 }
 
-// OnboardAgent proposes a new agent's skeleton: snapshot.md (given or a
-// template), facts.md and open_loops.md with their headings.
-func (h *handler) OnboardAgent(ctx context.Context, req *memoryv1.OnboardAgentRequest) (*memoryv1.OnboardAgentResponse, error) {
-	s := h.svc
-	agent := req.GetAgentId()
-	snapshot := req.GetSnapshot()
-	if strings.TrimSpace(snapshot) == "" {
-		snapshot = "# Snapshot: " + agent + "\n\n## Role\n\n## Current focus\n"
-	}
-	reasoning := req.GetReasoning()
-	if reasoning == "" {
-		reasoning = "Onboard " + agent
-	}
-	runID := req.GetRunId()
-	if runID == "" {
-		runID = "onboard"
-	}
-	// The same validation as any proposal, snapshot limit included.
-	propose := &memoryv1.ProposeRequest{AgentId: agent, RunId: runID, Reasoning: reasoning, IdempotencyKey: "onboard",
-		Updates: []*memoryv1.FileUpdate{{File: memlayout.SnapshotFile, Operation: memoryv1.Operation_OPERATION_REPLACE, Content: snapshot}}}
-	updates, err := validateProposal(propose, s.counter, s.cfg)
+// onboarding is a validated OnboardAgent request: the proposal of its
+// snapshot.md (validateProposal's updates) on behalf of by.
+type onboarding struct {
+	agent, runID, by          string
+	reasoning, idempotencyKey string
+	updates                   []*memoryv1.FileUpdate
+}
+
+// onboardTemplate is the snapshot.md of an agent onboarded without one.
+func onboardTemplate(agent string) string {
+	return "# Snapshot: " + agent + "\n\n## Role\n\n## Current focus\n"
+}
+
+// onboard proposes a new agent's skeleton: its snapshot.md, and facts.md
+// and open_loops.md with their headings. An agent that has memory already
+// is refused.
+func (s *Service) onboard(ctx context.Context, o onboarding) (*memoryv1.Proposal, error) {
+	head, meta, policy, err := s.headState(ctx, o.agent)
 	if err != nil {
-		return nil, err
+		return nil, s.internal(err, "reading the agent's memory")
 	}
-	claims, err := authz.RequireAgent(ctx, agent, proposeRoles...)
+	existing, err := s.repo.ListFiles(ctx, head, strings.TrimSuffix(memlayout.AgentDir(o.agent), "/"))
 	if err != nil {
-		return nil, err
-	}
-	head, meta, policy, err := s.headState(ctx, agent)
-	if err != nil {
-		return nil, h.internal(err, "reading the agent's memory")
-	}
-	existing, err := s.repo.ListFiles(ctx, head, strings.TrimSuffix(memlayout.AgentDir(agent), "/"))
-	if err != nil {
-		return nil, h.internal(err, "reading the agent's memory")
+		return nil, s.internal(err, "reading the agent's memory")
 	}
 	if len(existing) > 0 {
 		return nil, apierr.New(codes.AlreadyExists, memoryv1.ErrorReason_ERROR_REASON_ALREADY_EXISTS,
-			fmt.Sprintf("agent %q already has memory (version %d)", agent, meta.Version), nil)
+			fmt.Sprintf("agent %q already has memory (version %d)", o.agent, meta.Version), nil)
 	}
-	p := s.newProposal(agent, runID, claims.Subject)
-	p.Reasoning, p.IdempotencyKey = reasoning, propose.GetIdempotencyKey()
-	p.Updates = append(updates,
-		&memoryv1.FileUpdate{File: memlayout.FactsFile, Operation: memoryv1.Operation_OPERATION_RESTORE, Content: "# Facts: " + agent + "\n"},
-		&memoryv1.FileUpdate{File: memlayout.OpenLoopsFile, Operation: memoryv1.Operation_OPERATION_RESTORE, Content: "# Open Loops: " + agent + "\n"})
+	p := s.newProposal(o.agent, o.runID, o.by)
+	p.Reasoning, p.IdempotencyKey = o.reasoning, o.idempotencyKey
+	p.Updates = append(o.updates,
+		&memoryv1.FileUpdate{File: memlayout.FactsFile, Operation: memoryv1.Operation_OPERATION_RESTORE, Content: "# Facts: " + o.agent + "\n"},
+		&memoryv1.FileUpdate{File: memlayout.OpenLoopsFile, Operation: memoryv1.Operation_OPERATION_RESTORE, Content: "# Open Loops: " + o.agent + "\n"})
 	p.Flags = reviewFlags(p.Updates)
 	rec, err := s.submit(ctx, p, head, meta, policy)
 	if err != nil {
-		return nil, h.internal(err, "storing the proposal")
+		return nil, s.internal(err, "storing the proposal")
 	}
-	return &memoryv1.OnboardAgentResponse{Proposal: proposeResponse(rec.Proposal)}, nil
+	return rec.Proposal, nil
 }

@@ -18,13 +18,12 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
-	"github.com/garden-bloom/memory/pkg/auth"
-	"github.com/garden-bloom/memory/pkg/authz"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/memsnapshot"
 	"github.com/garden-bloom/memory/pkg/proposalstore"
+	"github.com/garden-bloom/memory/pkg/revision"
 )
 
 // Memory snapshots (spec DiffMem §4.4): memory-snapshots/<agentId>/<label>.tar.gz
@@ -37,6 +36,9 @@ const (
 )
 
 var labelRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// snapshotLabelTime labels a snapshot taken without a label: the time.
+const snapshotLabelTime = "2006-01-02T150405Z"
 
 func snapshotKey(agent, label, ext string) string {
 	return snapshotPrefix + agent + "/" + label + ext
@@ -51,40 +53,37 @@ func (s *Service) objectsUnavailable(err error, what string) error {
 		what+": the object store is unavailable; retry later", 5*time.Second)
 }
 
-// CreateSnapshot archives an agent's memory at a commit (admin).
-func (h *handler) CreateSnapshot(ctx context.Context, req *memoryv1.CreateSnapshotRequest) (*memoryv1.CreateSnapshotResponse, error) {
-	s := h.svc
-	agent := req.GetAgentId()
-	if !memlayout.ValidAgentID(agent) {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId", "agentId must be a slug")
-	}
+// snapshotRequest is a validated CreateSnapshot request.
+type snapshotRequest struct {
+	agent string
+	// label is the snapshot's label ("": the time it is taken); name is
+	// where it is stored (the spec's path's name, "": the label).
+	label, name string
+	// commit is the commit-ish archived ("": main's head).
+	commit      string
+	includeRuns bool
+}
+
+// createSnapshot archives an agent's memory at a commit in the object store.
+func (s *Service) createSnapshot(ctx context.Context, r snapshotRequest) (*memoryv1.Snapshot, error) {
+	agent, label, name := r.agent, r.label, r.name
 	now := s.now().UTC()
-	label := req.GetLabel()
 	if label == "" {
-		label = now.Format("2006-01-02T150405Z")
+		label = now.Format(snapshotLabelTime)
 	}
-	if !labelRe.MatchString(label) || strings.Contains(label, "..") {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "label", "label must be 1-100 of A-Z a-z 0-9 . _ - and start with a letter or digit")
+	if name == "" {
+		name = label
 	}
-	if _, err := authz.RequireRole(ctx, auth.RoleAdmin); err != nil {
-		return nil, err
-	}
-	// name is where the snapshot is stored (the spec's path, else the label).
-	name, err := specSnapshot(req, label)
+	commit, err := s.resolveCommit(ctx, r.commit)
 	if err != nil {
 		return nil, err
 	}
-	commit, err := h.resolveCommit(ctx, req.GetCommit())
+	files, err := s.agentFiles(ctx, commit, agent, r.includeRuns)
 	if err != nil {
-		return nil, err
-	}
-	files, err := s.agentFiles(ctx, commit, agent, req.GetIncludeRuns())
-	if err != nil {
-		return nil, h.internal(err, "reading the agent's memory")
+		return nil, s.internal(err, "reading the agent's memory")
 	}
 	if _, ok := files[memlayout.AgentDir(agent)+memlayout.MetaFile]; !ok {
-		return nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_AGENT_NOT_FOUND,
-			fmt.Sprintf("agent %q has no memory at %s", agent, commit.String()[:12]), nil)
+		return nil, apierr.AgentNotFound(agent, commit.String()[:12])
 	}
 	key := snapshotKey(agent, name, ".tar.gz")
 	if _, err := s.blobs.Stat(ctx, key); err == nil {
@@ -95,11 +94,11 @@ func (h *handler) CreateSnapshot(ctx context.Context, req *memoryv1.CreateSnapsh
 	}
 	c, err := s.repo.CommitInfo(ctx, commit)
 	if err != nil {
-		return nil, h.internal(err, "reading the commit")
+		return nil, s.internal(err, "reading the commit")
 	}
 	var archive bytes.Buffer
 	if err := memsnapshot.Write(&archive, files, c.Committer.When); err != nil {
-		return nil, h.internal(err, "writing the archive")
+		return nil, s.internal(err, "writing the archive")
 	}
 	info, err := s.blobs.Put(ctx, key, bytes.NewReader(archive.Bytes()), int64(archive.Len()), blob.PutOptions{ContentType: "application/gzip"})
 	if err != nil {
@@ -108,64 +107,49 @@ func (h *handler) CreateSnapshot(ctx context.Context, req *memoryv1.CreateSnapsh
 	snap := &memoryv1.Snapshot{
 		SnapshotId: snapshotIDPrefix + name, AgentId: agent, Label: label, CreatedAt: timestamppb.New(now),
 		GitCommit: commit.String(), SizeBytes: info.Size, Size: humanSize(info.Size),
-		StoredAt: s.location(key), Restorable: true, IncludeRuns: req.GetIncludeRuns(),
+		StoredAt: s.location(key), Restorable: true, IncludeRuns: r.includeRuns,
 	}
 	desc, err := protojson.Marshal(snap)
 	if err != nil {
-		return nil, h.internal(err, "describing the snapshot")
+		return nil, s.internal(err, "describing the snapshot")
 	}
 	if _, err := s.blobs.Put(ctx, snapshotKey(agent, name, ".json"), bytes.NewReader(desc), int64(len(desc)), blob.PutOptions{ContentType: "application/json"}); err != nil {
 		return nil, s.objectsUnavailable(err, "snapshot")
 	}
 	s.logger.Info("snapshot written", "agent", agent, "label", label, "commit", commit.String(), "bytes", info.Size, "files", len(files))
-	return snapshotResponse(snap), nil
+	return snap, nil
 }
 
-// ListSnapshots lists an agent's snapshots by label (admin).
-func (h *handler) ListSnapshots(ctx context.Context, req *memoryv1.ListSnapshotsRequest) (*memoryv1.ListSnapshotsResponse, error) {
-	s := h.svc
-	agent := req.GetAgentId()
-	if !memlayout.ValidAgentID(agent) {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId", "agentId must be a slug")
-	}
-	if _, err := authz.RequireRole(ctx, auth.RoleAdmin); err != nil {
-		return nil, err
-	}
-	if err := checkPageSize(req.GetPageSize()); err != nil {
-		return nil, err
-	}
-	size := int(req.GetPageSize())
-	if size == 0 {
-		size = 100
-	}
+// listSnapshots lists a page of an agent's snapshots by label, after
+// label pageToken; next is the token of the next page ("": none).
+func (s *Service) listSnapshots(ctx context.Context, agent string, size int, pageToken string) (snaps []*memoryv1.Snapshot, next string, err error) {
 	archives := map[string]bool{}
 	var descs []string
 	for info, err := range s.blobs.List(ctx, snapshotPrefix+agent+"/") {
 		if err != nil {
-			return nil, s.objectsUnavailable(err, "listing snapshots")
+			return nil, "", s.objectsUnavailable(err, "listing snapshots")
 		}
 		if label, ok := strings.CutSuffix(strings.TrimPrefix(info.Key, snapshotPrefix+agent+"/"), ".json"); ok {
-			if label > req.GetPageToken() {
+			if label > pageToken {
 				descs = append(descs, label)
 			}
 		} else if label, ok := strings.CutSuffix(strings.TrimPrefix(info.Key, snapshotPrefix+agent+"/"), ".tar.gz"); ok {
 			archives[label] = true
 		}
 	}
-	resp := &memoryv1.ListSnapshotsResponse{}
 	for _, label := range descs {
-		if len(resp.Snapshots) == size {
-			resp.NextPageToken = labelOf(resp.Snapshots[size-1].GetSnapshotId()) // the stored name
+		if len(snaps) == size {
+			next = labelOf(snaps[size-1].GetSnapshotId()) // the stored name
 			break
 		}
 		snap, err := s.readSnapshotDesc(ctx, agent, label)
 		if err != nil {
-			return nil, s.objectsUnavailable(err, "listing snapshots")
+			return nil, "", s.objectsUnavailable(err, "listing snapshots")
 		}
 		snap.Restorable = archives[label]
-		resp.Snapshots = append(resp.Snapshots, snap)
+		snaps = append(snaps, snap)
 	}
-	return resp, nil
+	return snaps, next, nil
 }
 
 func (s *Service) readSnapshotDesc(ctx context.Context, agent, label string) (*memoryv1.Snapshot, error) {
@@ -180,25 +164,17 @@ func (s *Service) readSnapshotDesc(ctx context.Context, agent, label string) (*m
 	return snap, nil
 }
 
-// RestoreSnapshot makes a proposal that puts the snapshot's files back: every
-// file of memory/<agentId>/ the snapshot holds is restored byte for byte, and
-// the files it did not have are removed. meta.json, changelog.md and
+// restoreSnapshot proposes, on behalf of by, to put the snapshot's files
+// back: every file of memory/<agentId>/ the snapshot holds is restored byte
+// for byte, and the files it did not have are removed. meta.json, changelog.md and
 // timeline/ are the engine's own record and are not rolled back: the restore
 // is one more entry in them, with the next version. Runs are restored (and
 // later runs removed) only when the snapshot included them. The proposal is
 // reviewed like any other and applied as one commit.
-func (h *handler) RestoreSnapshot(ctx context.Context, req *memoryv1.RestoreSnapshotRequest) (*memoryv1.RestoreSnapshotResponse, error) {
-	s := h.svc
-	agent, label := req.GetAgentId(), labelOf(req.GetSnapshotId())
-	if !memlayout.ValidAgentID(agent) {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId", "agentId must be a slug")
-	}
-	claims, err := authz.RequireRole(ctx, auth.RoleAdmin)
-	if err != nil {
-		return nil, err
-	}
-	notFound := apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_SNAPSHOT_NOT_FOUND,
-		fmt.Sprintf("snapshot %q of %s not found", apierr.Clip(req.GetSnapshotId()), agent), nil)
+func (s *Service) restoreSnapshot(ctx context.Context, by, agent, snapshotID, reasoning string) (*memoryv1.Proposal, error) {
+	label := labelOf(snapshotID)
+	notFound := apierr.NotFound(memoryv1.ErrorReason_ERROR_REASON_SNAPSHOT_NOT_FOUND,
+		fmt.Sprintf("snapshot %q of %s not found", apierr.Clip(snapshotID), agent), nil)
 	if !labelRe.MatchString(label) || strings.Contains(label, "..") {
 		return nil, notFound
 	}
@@ -223,11 +199,11 @@ func (h *handler) RestoreSnapshot(ctx context.Context, req *memoryv1.RestoreSnap
 	}
 	head, meta, policy, err := s.headState(ctx, agent)
 	if err != nil {
-		return nil, h.internal(err, "reading the agent's memory")
+		return nil, s.internal(err, "reading the agent's memory")
 	}
 	current, err := s.agentFiles(ctx, head, agent, snap.GetIncludeRuns())
 	if err != nil {
-		return nil, h.internal(err, "reading the agent's memory")
+		return nil, s.internal(err, "reading the agent's memory")
 	}
 	updates, err := restoreUpdates(agent, files, current)
 	if err != nil {
@@ -238,18 +214,18 @@ func (h *handler) RestoreSnapshot(ctx context.Context, req *memoryv1.RestoreSnap
 		return nil, apierr.New(codes.FailedPrecondition, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT,
 			fmt.Sprintf("the memory of %s already equals snapshot %q", agent, label), nil)
 	}
-	reason := req.GetReasoning()
+	reason := reasoning
 	if reason == "" {
 		reason = fmt.Sprintf("Restore snapshot %s (commit %s)", label, snap.GetGitCommit())
 	}
-	p := s.newProposal(agent, "restore", claims.Subject)
+	p := s.newProposal(agent, "restore", by)
 	p.Updates, p.Reasoning = updates, reason
 	p.Flags = reviewFlags(updates)
 	rec, err := s.submit(ctx, p, head, meta, policy)
 	if err != nil {
-		return nil, h.internal(err, "storing the proposal")
+		return nil, s.internal(err, "storing the proposal")
 	}
-	return &memoryv1.RestoreSnapshotResponse{Proposal: proposeResponse(rec.Proposal)}, nil
+	return rec.Proposal, nil
 }
 
 // restoreUpdates turns the snapshot's files and the current ones (both keyed
@@ -309,21 +285,23 @@ func (s *Service) agentFiles(ctx context.Context, commit plumbing.Hash, agent st
 	return files, nil
 }
 
-// resolveCommit resolves a commit-ish; empty means main's head.
-func (h *handler) resolveCommit(ctx context.Context, rev string) (plumbing.Hash, error) {
+// resolveCommit resolves a commit-ish; empty means main's head. A time is
+// not a commit here: a snapshot names the commit it archives.
+func (s *Service) resolveCommit(ctx context.Context, rev string) (plumbing.Hash, error) {
 	if rev == "" {
-		head, err := h.svc.repo.Head(ctx)
+		head, err := s.repo.Head(ctx)
 		if err != nil {
-			return plumbing.ZeroHash, h.internal(err, "reading main")
+			return plumbing.ZeroHash, s.internal(err, "reading main")
 		}
 		return head, nil
 	}
-	c, err := h.svc.repo.ResolveRevision(ctx, rev)
+	c, err := revision.Commit(ctx, s.repo, rev)
 	if err != nil {
-		return plumbing.ZeroHash, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
+		// Whatever failed, the answer is the commit's.
+		return plumbing.ZeroHash, apierr.NotFound(memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
 			fmt.Sprintf("commit %q not found", apierr.Clip(rev)), nil)
 	}
-	return c, nil
+	return c.Hash, nil
 }
 
 // newProposal is a proposal the service itself makes on someone's behalf.

@@ -13,6 +13,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/commitfeed"
 	"github.com/garden-bloom/memory/pkg/history"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 )
@@ -29,7 +30,8 @@ type hub struct {
 	logger *slog.Logger
 	poll   time.Duration
 
-	kick chan struct{}
+	// wake asks for a look at main (the engine committed).
+	wake commitfeed.Signal
 
 	// advanceMu serialises advance, so the follow loop and a new subscriber
 	// never publish the same commits twice.
@@ -48,16 +50,11 @@ type subscriber struct {
 }
 
 func newHub(repo *memrepo.Repo, logger *slog.Logger, poll time.Duration) *hub {
-	return &hub{repo: repo, logger: logger, poll: poll, kick: make(chan struct{}, 1), subs: map[*subscriber]struct{}{}}
+	return &hub{repo: repo, logger: logger, poll: poll, subs: map[*subscriber]struct{}{}}
 }
 
 // notify asks the hub to look at main now (after the engine committed).
-func (h *hub) notify() {
-	select {
-	case h.kick <- struct{}{}:
-	default:
-	}
-}
+func (h *hub) notify() { h.wake.Notify() }
 
 // start records main's head as the stream's starting point.
 func (h *hub) start(ctx context.Context) error {
@@ -71,23 +68,18 @@ func (h *hub) start(ctx context.Context) error {
 	return nil
 }
 
-// run follows main until ctx ends: on every notify and every poll interval
-// (the latter catches commits pushed by people).
+// run follows main until ctx ends: at once, on every notify and every poll
+// interval (the latter catches commits pushed by people); then it ends
+// every subscription.
 func (h *hub) run(ctx context.Context) {
-	t := time.NewTicker(h.poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			h.closeAll()
-			return
-		case <-h.kick:
-		case <-t.C:
-		}
-		if err := h.advance(ctx); err != nil && ctx.Err() == nil {
+	h.wake.Run(ctx, commitfeed.Loop{
+		Poll:    h.poll,
+		CatchUp: func(ctx context.Context, _ string) error { return h.advance(ctx) },
+		Failed: func(err error, _ bool) {
 			h.logger.Warn("commit stream: reading main failed", "err", err)
-		}
-	}
+		},
+		Stopped: h.closeAll,
+	})
 }
 
 // advance publishes every commit between the last seen head and main.

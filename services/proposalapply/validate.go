@@ -27,10 +27,6 @@ const (
 	maxEntityRefs     = 100
 )
 
-func invalid(reason memoryv1.ErrorReason, field, msg string) error {
-	return apierr.New(codes.InvalidArgument, reason, msg, map[string]string{"field": field})
-}
-
 // validateProposal checks a propose request before anything is stored and
 // returns its updates with content sanitized, which is what gets applied.
 // Every failure is a precise InvalidArgument naming the field.
@@ -38,18 +34,18 @@ func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, cfg
 	maxUpdates := cfg.MaxUpdates
 	agent := req.GetAgentId()
 	if !memlayout.ValidAgentID(agent) {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId",
+		return nil, apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_AGENT_ID, "agentId",
 			fmt.Sprintf("agentId %q must be a slug [a-z0-9][a-z0-9-]{0,63}", apierr.Clip(agent)))
 	}
 	if !memlayout.ValidRunID(req.GetRunId()) {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "runId",
+		return nil, apierr.InvalidArgument("runId",
 			fmt.Sprintf("runId %q must be run_<id> with letters, digits, _ or -", apierr.Clip(req.GetRunId())))
 	}
 	if req.ExpectedVersion != nil && req.GetExpectedVersion() < 0 {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "expectedVersion", "expectedVersion must not be negative")
+		return nil, apierr.InvalidArgument("expectedVersion", "expectedVersion must not be negative")
 	}
 	if n := len(req.GetUpdates()); n == 0 || n > maxUpdates {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "updates",
+		return nil, apierr.InvalidArgument("updates",
 			fmt.Sprintf("a proposal carries 1 to %d updates, got %d", maxUpdates, n))
 	}
 	if err := checkText("reasoning", req.GetReasoning(), maxReasoningBytes); err != nil {
@@ -59,25 +55,25 @@ func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, cfg
 		return nil, err
 	}
 	if len(req.GetEntityRefs()) > maxEntityRefs {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "entityRefs", fmt.Sprintf("at most %d entityRefs", maxEntityRefs))
+		return nil, apierr.InvalidArgument("entityRefs", fmt.Sprintf("at most %d entityRefs", maxEntityRefs))
 	}
 	for i, ref := range req.GetEntityRefs() {
 		if err := checkText(fmt.Sprintf("entityRefs[%d]", i), ref, maxShortField); err != nil {
 			return nil, err
 		}
 		if strings.TrimSpace(ref) == "" {
-			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, fmt.Sprintf("entityRefs[%d]", i), "empty entity ref")
+			return nil, apierr.InvalidArgument(fmt.Sprintf("entityRefs[%d]", i), "empty entity ref")
 		}
 		if strings.IndexFunc(ref, unicode.IsControl) >= 0 {
-			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, fmt.Sprintf("entityRefs[%d]", i),
+			return nil, apierr.InvalidArgument(fmt.Sprintf("entityRefs[%d]", i),
 				fmt.Sprintf("entityRefs[%d] must be one line, without control characters", i))
 		}
 	}
 	if d := req.GetRunDuration(); d != nil && (d.CheckValid() != nil || d.AsDuration() < 0) {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "runDuration", "runDuration must be a valid, non-negative duration")
+		return nil, apierr.InvalidArgument("runDuration", "runDuration must be a valid, non-negative duration")
 	}
 	if p := req.GetPriority(); p != memoryv1.Priority_PRIORITY_UNSPECIFIED && p != memoryv1.Priority_PRIORITY_NORMAL && p != memoryv1.Priority_PRIORITY_HIGH {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "priority", "priority must be normal or high")
+		return nil, apierr.InvalidArgument("priority", "priority must be normal or high")
 	}
 
 	out := make([]*memoryv1.FileUpdate, 0, len(req.GetUpdates()))
@@ -94,11 +90,11 @@ func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, cfg
 func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens.Counter, cfg Config) (*memoryv1.FileUpdate, error) {
 	f, err := memlayout.Resolve(agent, u.GetFile())
 	if err != nil {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, field+".file",
+		return nil, apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_PATH, field+".file",
 			fmt.Sprintf("%s.file %q is not an agent memory file (snapshot.md, facts.md, open_loops.md, decisions.md, runs/run_<id>.md, logic/current.pseudo.md, logic/current.drakon.json, policy.json)", field, apierr.Clip(u.GetFile())))
 	}
 	if err := memlayout.CheckOperation(f, u.GetOperation()); err != nil {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_OPERATION, field+".operation", fmt.Sprintf("%s: %v", field, err))
+		return nil, apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_OPERATION, field+".operation", fmt.Sprintf("%s: %v", field, err))
 	}
 	clean := proto.Clone(u).(*memoryv1.FileUpdate)
 	for name, v := range map[string]string{"section": u.GetSection(), "loopId": u.GetLoopId(), "resolution": u.GetResolution()} {
@@ -106,7 +102,7 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 			return nil, err
 		}
 		if strings.ContainsAny(v, "\n\r") {
-			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+"."+name, field+"."+name+" must be one line")
+			return nil, apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+"."+name, field+"."+name+" must be one line")
 		}
 	}
 	maxContent := maxContentBytes
@@ -119,7 +115,7 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 	op := u.GetOperation()
 	needsContent := op != memoryv1.Operation_OPERATION_CLOSE && op != memoryv1.Operation_OPERATION_ADD_DECISION
 	if needsContent && strings.TrimSpace(u.GetContent()) == "" {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", field+".content must not be empty")
+		return nil, apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", field+".content must not be empty")
 	}
 
 	switch f.Kind {
@@ -131,11 +127,11 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 		}
 	case memlayout.KindLogicDrakon, memlayout.KindPolicy:
 		if !json.Valid([]byte(u.GetContent())) {
-			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", field+": "+f.Rel+" must be valid JSON")
+			return nil, apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", field+": "+f.Rel+" must be valid JSON")
 		}
 		if f.Kind == memlayout.KindPolicy {
 			if _, err := memlayout.ParsePolicy([]byte(u.GetContent())); err != nil {
-				return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", err.Error())
+				return nil, apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", err.Error())
 			}
 		}
 		// JSON is data, not Markdown; it still may not smuggle active content.
@@ -155,16 +151,16 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 		}
 	}
 	if op == memoryv1.Operation_OPERATION_CLOSE && strings.TrimSpace(u.GetLoopId()) == "" {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, field+".loopId", field+": close needs a loopId")
+		return nil, apierr.InvalidArgument(field+".loopId", field+": close needs a loopId")
 	}
 	if op == memoryv1.Operation_OPERATION_CLOSE && !mdops.ValidLoopID(u.GetLoopId()) {
-		return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, field+".loopId",
+		return nil, apierr.InvalidArgument(field+".loopId",
 			fmt.Sprintf("%s: loopId %q is not a loop id (loop_NNN)", field, apierr.Clip(u.GetLoopId())))
 	}
 	if op == memoryv1.Operation_OPERATION_ADD_DECISION {
 		d := u.GetDecision()
 		if d == nil || strings.TrimSpace(d.GetTitle()) == "" {
-			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, field+".decision.title", field+": add_decision needs decision.title")
+			return nil, apierr.InvalidArgument(field+".decision.title", field+": add_decision needs decision.title")
 		}
 		cd := proto.Clone(d).(*memoryv1.Decision)
 		for _, f := range []struct {
@@ -178,12 +174,12 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 			}
 			s, err := mdops.Sanitize(*f.v)
 			if err != nil {
-				return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, name, fmt.Sprintf("%s: %v", name, err))
+				return nil, apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, name, fmt.Sprintf("%s: %v", name, err))
 			}
 			*f.v = s
 		}
 		if strings.ContainsAny(cd.GetTitle(), "\n\r") {
-			return nil, invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".decision.title", "decision.title must be one line")
+			return nil, apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".decision.title", "decision.title must be one line")
 		}
 		clean.Decision = cd
 	}
@@ -213,7 +209,7 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 }
 
 func contentError(field string, err error) error {
-	return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", fmt.Sprintf("%s: %v", field, err))
+	return apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", fmt.Sprintf("%s: %v", field, err))
 }
 
 // checkText rejects invalid UTF-8, NUL bytes and oversized values.
@@ -224,10 +220,10 @@ func checkText(field, v string, max int) error {
 			map[string]string{"field": field, "limit": strconv.Itoa(max)})
 	}
 	if !utf8.ValidString(v) {
-		return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" is not valid UTF-8")
+		return apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" is not valid UTF-8")
 	}
 	if strings.ContainsRune(v, 0) {
-		return invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" contains a NUL byte")
+		return apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" contains a NUL byte")
 	}
 	return nil
 }

@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/grpc/codes"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
-	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/fulltext"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/revision"
 )
 
 // Search as of a past commit (SearchRequest.at). The index holds only the
@@ -32,39 +31,6 @@ const maxAtBytes = 32 << 20
 // atSearches bounds the at-searches building an index at once: each costs
 // a core while it analyses the files.
 var atSearches = make(chan struct{}, 2)
-
-var errAtRevision = errors.New("at names no commit of main")
-
-// resolveAt turns a commit-ish or RFC 3339 time into a commit of main: a
-// time is the newest first-parent commit at or before it.
-func resolveAt(ctx context.Context, repo *memrepo.Repo, at string) (plumbing.Hash, error) {
-	if t, err := time.Parse(time.RFC3339, at); err == nil {
-		head, err := repo.Head(ctx)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		found := plumbing.ZeroHash
-		err = repo.Walk(ctx, head, func(c *object.Commit) error {
-			if !c.Committer.When.After(t) {
-				found = c.Hash
-				return memrepo.ErrStopWalk
-			}
-			return nil
-		})
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		if found.IsZero() {
-			return plumbing.ZeroHash, errAtRevision
-		}
-		return found, nil
-	}
-	h, err := repo.ResolveRevision(ctx, at)
-	if errors.Is(err, memrepo.ErrRevisionNotFound) {
-		return plumbing.ZeroHash, errAtRevision
-	}
-	return h, err
-}
 
 // agentFilesAt reads and chunks agent's searchable files at commit.
 func agentFilesAt(ctx context.Context, repo *memrepo.Repo, commit plumbing.Hash, agent string) ([]fulltext.File, error) {
@@ -96,7 +62,7 @@ func agentFilesAt(ctx context.Context, repo *memrepo.Repo, commit plumbing.Hash,
 var errAtTooLarge = errors.New("too much to search at a past commit")
 
 // searchAt runs q (its AgentID set) against agent's files at commit.
-func (h *handler) searchAt(ctx context.Context, repo *memrepo.Repo, commit plumbing.Hash, q fulltext.Query) (*fulltext.Result, error) {
+func (s *Service) searchAt(ctx context.Context, repo *memrepo.Repo, commit plumbing.Hash, q fulltext.Query) (*fulltext.Result, error) {
 	select {
 	case atSearches <- struct{}{}:
 		defer func() { <-atSearches }()
@@ -121,9 +87,8 @@ func (h *handler) searchAt(ctx context.Context, repo *memrepo.Repo, commit plumb
 // atError maps the errors of an at-search to API errors (nil: not one).
 func atError(at string, err error) error {
 	switch {
-	case errors.Is(err, errAtRevision):
-		return apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
-			fmt.Sprintf("at %q names no commit of main", at), map[string]string{"at": at})
+	case errors.Is(err, revision.ErrNotFound):
+		return apierr.RevisionNotFound("at", at)
 	case errors.Is(err, errAtTooLarge):
 		return apierr.New(codes.ResourceExhausted, memoryv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE,
 			fmt.Sprintf("the agent's files at %q are over %d MiB: too much to search at a past commit", at, maxAtBytes>>20), map[string]string{"at": at})

@@ -10,9 +10,9 @@ import (
 
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/chunker"
+	"github.com/garden-bloom/memory/pkg/fulltext"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memrepo"
-	"github.com/garden-bloom/memory/pkg/fulltext"
 )
 
 // batchFiles bounds how many files one index batch carries, so the first

@@ -19,9 +19,10 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/commitfeed"
-	"github.com/garden-bloom/memory/pkg/memrepo"
-	"github.com/garden-bloom/memory/pkg/readstate"
 	"github.com/garden-bloom/memory/pkg/fulltext"
+	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/modules"
+	"github.com/garden-bloom/memory/pkg/readstate"
 )
 
 // Name is the fully-qualified gRPC service name, also its health-check name.
@@ -60,9 +61,12 @@ type Service struct {
 	publishing    atomic.Bool
 	publishOnStop sync.Once
 	// syncMu orders catch-ups, source passes and the rebuild switch.
-	syncMu     sync.Mutex
-	kick       chan struct{}
+	syncMu sync.Mutex
+	// wake asks for a catch-up (commit stream, Reindex, WaitCurrent).
+	wake       commitfeed.Signal
 	reindexing atomic.Bool
+	// caughtUp is the readiness: the first catch-up after start is done.
+	caughtUp modules.CaughtUp
 
 	ctx    context.Context // the service's life, for background work
 	cancel context.CancelFunc
@@ -80,7 +84,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, deps: d, logger: d.Logger.With("service", "search-index"), index: ix, kick: make(chan struct{}, 1),
+	s := &Service{cfg: cfg, deps: d, logger: d.Logger.With("service", "search-index"), index: ix,
 		repo: memrepo.LazyFor(d.Repo, d.RepoPath)}
 	if s.observing, err = s.instrument(d.MeterProvider); err != nil {
 		s.logger.Warn("search index lag not measured", "err", err)
@@ -99,12 +103,11 @@ func (s *Service) Start(ctx context.Context) {
 	s.ctx = ctx
 	s.bg.Go(func() {
 		s.loadShared(ctx)
-		s.syncLoop(ctx)
+		s.follow(ctx)
 	})
 	if s.deps.Commits != nil {
-		s.bg.Go(func() { commitfeed.Follow(ctx, s.deps.Commits, s.notify) })
+		s.bg.Go(func() { s.wake.Follow(ctx, s.deps.Commits) })
 	}
-	s.notify()
 }
 
 // StopFollowing ends the background work (catch-up, sources, the commit
@@ -163,46 +166,54 @@ func (s *Service) Stop() {
 	_ = s.index.Close()
 }
 
-func (s *Service) notify() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
-
 // openRepo opens the repository once it exists.
 func (s *Service) openRepo() (*memrepo.Repo, error) { return s.repo.Get() }
 
-// syncLoop catches up on every kick and every poll, and re-lists sources.
-func (s *Service) syncLoop(ctx context.Context) {
-	head := time.NewTicker(s.cfg.HeadPoll)
-	defer head.Stop()
-	sources := time.NewTimer(s.syncSources(ctx))
-	defer sources.Stop()
+// follow catches up at once, for every commit on the stream and every
+// HeadPoll, until ctx ends; the sources are listed again on a timer of
+// their own (syncMu keeps the two from overlapping).
+func (s *Service) follow(ctx context.Context) {
+	next := s.syncSources(ctx) // the first listing before the first catch-up, as ever
+	s.bg.Go(func() { s.followSources(ctx, next) })
+	s.wake.Run(ctx, commitfeed.Loop{
+		Poll:    s.cfg.HeadPoll,
+		CatchUp: s.catchUpTo,
+		Failed: func(err error, _ bool) {
+			s.logger.Warn("index catch-up failed; will retry", "err", err)
+		},
+		After: func(ctx context.Context) time.Duration {
+			if s.deps.Shared.Due(s.index.State().LastCommit, false) {
+				s.bg.Go(func() { s.publish(ctx, false) })
+			}
+			// Commits arriving meanwhile wait for one batch: each batch
+			// is a new index segment, persisted and later merged, and
+			// one per commit at hundreds of commits a second was most
+			// of the index's CPU. A lone commit is not delayed.
+			return catchUpGap(s.wake.Pending())
+		},
+	})
+}
+
+// catchUpTo is catchUp, skipped when the index is at wanted already: the
+// newest commit the stream reported (a newer one wakes it again).
+func (s *Service) catchUpTo(ctx context.Context, wanted string) error {
+	if wanted != "" && s.index.State().LastCommit == wanted {
+		return nil
+	}
+	return s.catchUp(ctx)
+}
+
+// followSources indexes what changed among the sources, first after next,
+// then when each pass says, until ctx ends.
+func (s *Service) followSources(ctx context.Context, next time.Duration) {
+	t := time.NewTimer(next)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.kick:
-		case <-head.C:
-		case <-sources.C:
-			sources.Reset(s.syncSources(ctx))
-			continue
-		}
-		if err := s.catchUp(ctx); err != nil && ctx.Err() == nil {
-			s.logger.Warn("index catch-up failed; will retry", "err", err)
-		}
-		if s.deps.Shared.Due(s.index.State().LastCommit, false) {
-			s.bg.Go(func() { s.publish(ctx, false) })
-		}
-		// Commits arriving meanwhile wait for one batch: each batch is a
-		// new index segment, persisted and later merged, and one per
-		// commit at hundreds of commits a second was most of the index's
-		// CPU. A lone commit is not delayed.
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(catchUpGap(len(s.kick) > 0)):
+		case <-t.C:
+			t.Reset(s.syncSources(ctx))
 		}
 	}
 }
@@ -225,8 +236,8 @@ const (
 	catchUpBusyGap = 50 * time.Millisecond
 )
 
-// catchUp indexes what changed between the index's last commit and main.
-func (s *Service) catchUp(ctx context.Context) error {
+// catchUpToHead indexes what changed between the index's last commit and main.
+func (s *Service) catchUpToHead(ctx context.Context) error {
 	repo, err := s.openRepo()
 	if err != nil {
 		return err
@@ -356,7 +367,7 @@ func (s *Service) Reindex() (bool, error) {
 		}
 		st := s.index.State()
 		s.logger.Info("reindex finished", "documents", st.Documents, "chunks", st.Chunks, "duration_ms", time.Since(start).Milliseconds())
-		s.notify() // catch up with commits made during the rebuild
+		s.wake.Notify() // catch up with commits made during the rebuild
 	})
 	return true, nil
 }
@@ -424,7 +435,7 @@ func (s *Service) WaitCurrent(ctx context.Context) error {
 				return nil
 			}
 		}
-		s.notify()
+		s.wake.Notify()
 		select {
 		case <-ctx.Done():
 			return errors.Join(ctx.Err(), err)

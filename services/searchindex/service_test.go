@@ -18,10 +18,10 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/fulltext"
 	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/readstate"
-	"github.com/garden-bloom/memory/pkg/fulltext"
 )
 
 type env struct {

@@ -6,7 +6,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/telemetry"
 )
@@ -18,9 +17,9 @@ import (
 
 // instrument registers the caches' figures (memory.cache.*); the
 // registration lives as long as the process's meter provider.
-func (a *App) instrument(verifier *auth.Verifier) error {
+func (a *App) instrument() error {
 	_, err := telemetry.ObserveCaches(a.tel.MeterProvider(), func() []telemetry.NamedCache {
-		caches := []telemetry.NamedCache{{Name: "auth.verified_tokens", Stats: verifier.CacheStats()}}
+		caches := []telemetry.NamedCache{{Name: "auth.verified_tokens", Stats: a.verifier.CacheStats()}}
 		// One handle in the all-in-one (the read services share the
 		// writer's); a read replica's mirror and a writer's repository
 		// are each the only one of their process.
@@ -37,13 +36,7 @@ func (a *App) instrument(verifier *auth.Verifier) error {
 		}
 		return caches
 	})
-	if err != nil {
-		return err
-	}
-	if a.mirror != nil {
-		a.fetchErrors = telemetry.GitErrors(a.tel.MeterProvider(), gitOpFetch)
-	}
-	return nil
+	return err
 }
 
 // gitOpFetch is the op of memory.git.errors for a failed mirror fetch.

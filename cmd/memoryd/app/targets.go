@@ -3,13 +3,14 @@ package app
 import (
 	"fmt"
 	"slices"
-	"strings"
 )
 
-// Module is one unit memoryd can run: a gRPC service or the REST edge.
+// Module names a module of the table (modules.go). The ones below are the
+// targets an operator picks with --target; the table's internal modules
+// (the servers, the repositories, ...) run because these need them.
 type Module string
 
-// The modules.
+// The targets.
 const (
 	ModuleContextAssembly Module = "context-assembly"
 	ModuleSearchIndex     Module = "search-index"
@@ -18,48 +19,32 @@ const (
 	ModuleGateway         Module = "gateway"
 )
 
-// ServiceModules are the gRPC services, in start order: the write plane
-// first, so that read services following its commit stream find it.
+// ServiceModules are the gRPC services.
 var ServiceModules = []Module{ModuleProposalApply, ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly}
 
-// compositeTargets name sets of modules, as Loki/Mimir do. The read replicas
-// also serve the REST edge: it holds no credentials and scales with them.
-var compositeTargets = map[string][]Module{
-	"all":   {ModuleProposalApply, ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway},
-	"read":  {ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway},
-	"write": {ModuleProposalApply},
-}
-
-// Modules is the set of modules one process runs.
+// Modules is the set of targets one process runs.
 type Modules []Module
 
 // Has reports whether m is in the set.
 func (ms Modules) Has(m Module) bool { return slices.Contains(ms, m) }
 
-// ParseTarget expands a --target value (a comma list of modules and composite
-// targets) into a set of modules in start order.
+// ParseTarget expands a --target value (a comma list of targets and the
+// composites all, read and write) into the targets it runs, in start order.
 func ParseTarget(target string) (Modules, error) {
-	want := map[Module]bool{}
-	for _, part := range strings.Split(target, ",") {
-		name := strings.TrimSpace(part)
-		if comp, ok := compositeTargets[name]; ok {
-			for _, m := range comp {
-				want[m] = true
-			}
-			continue
-		}
-		m := Module(name)
-		if !slices.Contains(ServiceModules, m) && m != ModuleGateway {
-			return nil, fmt.Errorf("--target: unknown target %q (want all, read, write, %s, %s, %s, %s or gateway)",
-				name, ModuleContextAssembly, ModuleSearchIndex, ModuleEntityGraph, ModuleProposalApply)
-		}
-		want[m] = true
+	names, err := (&App{}).table().Expand(target)
+	if err != nil {
+		return nil, fmt.Errorf("--target: %w", err)
 	}
+	return targetsOf(names), nil
+}
+
+// targetsOf keeps the targets of an expanded module list.
+func targetsOf(names []string) Modules {
 	var out Modules
-	for _, m := range append(slices.Clone(ServiceModules), ModuleGateway) {
-		if want[m] {
+	for _, n := range names {
+		if m := Module(n); slices.Contains(ServiceModules, m) || m == ModuleGateway {
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	return out
 }

@@ -1,4 +1,14 @@
-package memrepo
+// Package odb is the object database of the memory repository: it stores
+// and finds git objects (loose files and packs under objects/), writes new
+// ones as fsynced packs, merges packs, and caches objects by hash. It knows
+// nothing of refs, trees' meaning or commits' history; that is memrepo's
+// repository API, the only user of this package.
+//
+// It exists as its own package so the durability and pack-format code can be
+// read, tested and changed without the repository logic around it (issue
+// #26). Objects handed out are shared through the cache: read-only. Errors
+// keep memrepo's "memrepo:" prefix, since they reach its callers as they are.
+package odb
 
 import (
 	"bytes"
@@ -21,14 +31,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/klauspost/compress/zlib"
-
-	"github.com/garden-bloom/memory/pkg/lru"
 )
 
-// objectStore reads and writes the repository's object database (objects/)
+// Store reads and writes the repository's object database (objects/)
 // directly instead of going through go-git's filesystem storage, for three
 // reasons:
 //
@@ -36,7 +43,7 @@ import (
 //     appear later (every Commit writes one; so do git gc, git repack, and a
 //     push of receive.unpackLimit or more objects, which git keeps as a
 //     pack). A long-lived reader would then fail to find new objects.
-//     objectStore rescans objects/pack whenever a lookup misses, the way git
+//     Store rescans objects/pack whenever a lookup misses, the way git
 //     itself does (reprepare_packed_git).
 //   - go-git's lazy index loading mutates shared maps without a lock, so one
 //     go-git Repository is not safe for concurrent readers. Here the pack
@@ -44,19 +51,17 @@ import (
 //     goroutine-safe (idxfile.MemoryIndex, cache.ObjectLRU).
 //   - go-git's object writers never fsync, so an object could be lost or
 //     truncated by a power failure after the ref already points at it.
-//     writeNew (pack.go) follows git's own durable write protocol instead.
+//     WriteNew (pack.go) follows git's own durable write protocol instead.
 //
 // Objects are immutable, so caching them by hash is always correct; refs are
-// never cached anywhere in this package.
+// not this package's business (memrepo reads them from disk).
 //
-// objectStore implements storer.EncodedObjectStorer (read-only) so that
+// Store implements storer.EncodedObjectStorer (read-only) so that
 // decoded *object.Commit and *object.Tree values handed to callers can still
 // use their storer-backed methods (Tree(), Parents(), File(), ...) safely.
-type objectStore struct {
-	dir     string                                    // absolute path of <repo>/objects
-	cache   cache.Object                              // goroutine-safe LRU of decoded-to-memory objects
-	trees   *lru.Cache[plumbing.Hash, *decodedTree]   // for path lookups
-	commits *lru.Cache[plumbing.Hash, *object.Commit] // decoded, shared
+type Store struct {
+	dir   string       // absolute path of <repo>/objects
+	cache cache.Object // goroutine-safe LRU of decoded-to-memory objects
 
 	mu          sync.Mutex
 	packs       []*packIndex // snapshot, replaced (never mutated) on rescan
@@ -67,8 +72,8 @@ type objectStore struct {
 	retired      map[string]time.Time
 	retiredGrace time.Duration
 
-	// unmergeable names packs compact must skip (deltas, corruption). Only
-	// compact uses it, under Repo.compactMu.
+	// unmergeable names packs Compact must skip (deltas, corruption). Only
+	// Compact uses it, and its callers serialise it (memrepo's compactMu).
 	unmergeable map[string]bool
 }
 
@@ -127,55 +132,52 @@ func (p *packIndex) isClosed() bool {
 // (a few KiB), so this holds the hot trees and blobs of thousands of agents.
 const objectCacheSize = 32 * cache.MiByte
 
-// commitCacheSize bounds the decoded-commit cache: every read resolves the
-// head commit, several times.
-const commitCacheSize = 8 << 20
-
-func newObjectStore(gitDir string) *objectStore {
-	return &objectStore{
+// New returns the object database of the repository at gitDir (a bare
+// repository's directory; objects are in gitDir/objects). It reads nothing
+// yet: packs are listed on first use.
+func New(gitDir string) *Store {
+	return &Store{
 		dir:          filepath.Join(gitDir, "objects"),
 		cache:        cache.NewObjectLRU(objectCacheSize),
-		trees:        newTreeCache(),
-		commits:      lru.New[plumbing.Hash, *object.Commit](commitCacheSize),
 		unmergeable:  map[string]bool{},
 		retired:      map[string]time.Time{},
 		retiredGrace: defaultRetiredGrace,
 	}
 }
 
-var _ storer.EncodedObjectStorer = (*objectStore)(nil)
+var _ storer.EncodedObjectStorer = (*Store)(nil)
 
 // errReadOnlyStore is returned by the storer methods that would modify the
-// object database: every write must go through Repo.Commit, which knows how
-// to make it durable.
+// object database: every write must go through memrepo's Repo.Commit (and
+// so WriteNew), which knows how to make it durable.
 var errReadOnlyStore = errors.New("memrepo: object store is read-only; use Repo.Commit")
 
 // NewEncodedObject implements storer.EncodedObjectStorer.
-func (s *objectStore) NewEncodedObject() plumbing.EncodedObject { return &plumbing.MemoryObject{} }
+func (s *Store) NewEncodedObject() plumbing.EncodedObject { return &plumbing.MemoryObject{} }
 
 // SetEncodedObject implements storer.EncodedObjectStorer; it always fails.
-func (s *objectStore) SetEncodedObject(plumbing.EncodedObject) (plumbing.Hash, error) {
+func (s *Store) SetEncodedObject(plumbing.EncodedObject) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, errReadOnlyStore
 }
 
 // IterEncodedObjects implements storer.EncodedObjectStorer; enumerating the
 // whole object database is never needed by memory services.
-func (s *objectStore) IterEncodedObjects(plumbing.ObjectType) (storer.EncodedObjectIter, error) {
+func (s *Store) IterEncodedObjects(plumbing.ObjectType) (storer.EncodedObjectIter, error) {
 	return nil, errors.New("memrepo: iterating all objects is not supported")
 }
 
 // AddAlternate implements storer.EncodedObjectStorer; it always fails.
-func (s *objectStore) AddAlternate(string) error { return errReadOnlyStore }
+func (s *Store) AddAlternate(string) error { return errReadOnlyStore }
 
 // HasEncodedObject implements storer.EncodedObjectStorer.
-func (s *objectStore) HasEncodedObject(h plumbing.Hash) error {
-	_, err := s.get(plumbing.AnyObject, h)
+func (s *Store) HasEncodedObject(h plumbing.Hash) error {
+	_, err := s.Get(plumbing.AnyObject, h)
 	return err
 }
 
 // EncodedObjectSize implements storer.EncodedObjectStorer.
-func (s *objectStore) EncodedObjectSize(h plumbing.Hash) (int64, error) {
-	o, err := s.get(plumbing.AnyObject, h)
+func (s *Store) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	o, err := s.Get(plumbing.AnyObject, h)
 	if err != nil {
 		return 0, err
 	}
@@ -183,15 +185,15 @@ func (s *objectStore) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 }
 
 // EncodedObject implements storer.EncodedObjectStorer.
-func (s *objectStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
-	return s.get(t, h)
+func (s *Store) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	return s.Get(t, h)
 }
 
-// get returns the object h if it exists and has type t (any type for
+// Get returns the object h if it exists and has type t (any type for
 // plumbing.AnyObject), and otherwise an error wrapping
 // plumbing.ErrObjectNotFound. The returned object may be shared through the
 // cache: callers must only read it.
-func (s *objectStore) get(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+func (s *Store) Get(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	o, err := s.lookup(h)
 	if err != nil {
 		return nil, err
@@ -206,7 +208,7 @@ func (s *objectStore) get(t plumbing.ObjectType, h plumbing.Hash) (plumbing.Enco
 // pack replaced or the pack list changed.
 const maxLookupRounds = 16
 
-func (s *objectStore) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
+func (s *Store) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if o, ok := s.cache.Get(h); ok {
 		return o, nil
 	}
@@ -223,7 +225,7 @@ func (s *objectStore) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	// before it is read, and a directory listing that runs during a merge
 	// may show neither the merged pack nor the ones it replaced. With two
 	// rounds only, a reader failed about once in a million reads under load
-	// (TestLookupDuringCompaction).
+	// (memrepo's TestLookupDuringCompaction).
 	inFlux := false
 	for round := 0; round < 2 || (inFlux && round < maxLookupRounds); round++ {
 		packs, changed, err := s.listPacks(round > 0)
@@ -254,12 +256,12 @@ func (s *objectStore) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
 }
 
 // loosePath returns objects/xx/yyyy... for h.
-func (s *objectStore) loosePath(h plumbing.Hash) string {
+func (s *Store) loosePath(h plumbing.Hash) string {
 	hx := h.String()
 	return filepath.Join(s.dir, hx[:2], hx[2:])
 }
 
-func (s *objectStore) readLoose(h plumbing.Hash) (plumbing.EncodedObject, error) {
+func (s *Store) readLoose(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	f, err := os.Open(s.loosePath(h))
 	if err != nil {
 		return nil, err
@@ -288,7 +290,7 @@ func (s *objectStore) readLoose(h plumbing.Hash) (plumbing.EncodedObject, error)
 
 // readPacked looks h up in the given packs. It returns an error wrapping
 // fs.ErrNotExist if the pack holding h has disappeared (repacked).
-func (s *objectStore) readPacked(packs []*packIndex, h plumbing.Hash) (plumbing.EncodedObject, error) {
+func (s *Store) readPacked(packs []*packIndex, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	for _, p := range packs {
 		off, err := p.idx.FindOffset(h)
 		if err != nil {
@@ -310,14 +312,14 @@ func (s *objectStore) readPacked(packs []*packIndex, h plumbing.Hash) (plumbing.
 // packList returns the current pack indexes, loading them on first use and
 // rescanning objects/pack when rescan is set. Indexes already loaded are
 // reused, so a rescan costs one readdir plus the new .idx files.
-func (s *objectStore) packList(rescan bool) ([]*packIndex, error) {
+func (s *Store) packList(rescan bool) ([]*packIndex, error) {
 	packs, _, err := s.listPacks(rescan)
 	return packs, err
 }
 
 // listPacks is packList that also reports whether the rescan changed the
 // list.
-func (s *objectStore) listPacks(rescan bool) (_ []*packIndex, changed bool, _ error) {
+func (s *Store) listPacks(rescan bool) (_ []*packIndex, changed bool, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.packsLoaded && !rescan {
@@ -398,9 +400,9 @@ func readDirNames(dir string) ([]string, error) {
 	return d.Readdirnames(-1)
 }
 
-// hashesWithPrefix returns every object (loose or packed) whose hex name
+// HashesWithPrefix returns every object (loose or packed) whose hex name
 // starts with prefix (lower-case hex, at least 2 digits).
-func (s *objectStore) hashesWithPrefix(prefix string) ([]plumbing.Hash, error) {
+func (s *Store) HashesWithPrefix(prefix string) ([]plumbing.Hash, error) {
 	seen := map[plumbing.Hash]bool{}
 	var out []plumbing.Hash
 	add := func(h plumbing.Hash) {
@@ -415,7 +417,7 @@ func (s *objectStore) hashesWithPrefix(prefix string) ([]plumbing.Hash, error) {
 	}
 	for _, n := range names {
 		if len(n) == 38 && strings.HasPrefix(n, prefix[2:]) {
-			if h, ok := parseHash(prefix[:2] + n); ok {
+			if h, ok := ParseHash(prefix[:2] + n); ok {
 				add(h)
 			}
 		}
@@ -452,8 +454,8 @@ func (s *objectStore) hashesWithPrefix(prefix string) ([]plumbing.Hash, error) {
 	return out, nil
 }
 
-// parseHash parses a full 40-digit lower- or upper-case hex object name.
-func parseHash(s string) (plumbing.Hash, bool) {
+// ParseHash parses a full 40-digit lower- or upper-case hex object name.
+func ParseHash(s string) (plumbing.Hash, bool) {
 	var h plumbing.Hash
 	if len(s) != 40 {
 		return h, false

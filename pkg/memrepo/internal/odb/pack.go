@@ -1,4 +1,4 @@
-package memrepo
+package odb
 
 import (
 	"bufio"
@@ -23,30 +23,31 @@ import (
 )
 
 // New objects are written as packs, not as loose objects: one pack (plus its
-// .idx) per Commit or CommitChain, whatever the number of objects. On the
-// filesystems we run on, creating a file costs far more than writing a few
-// KiB into one (inode allocation plus one fsync per file: on a 2-core ext4
-// VM about 2,500 durable loose objects per second at best, whatever the
-// batching), so a proposal's commit of seven loose objects was bound by file
-// creation, and a chain of fifty commits would create 350 files. A pack
-// makes it two files and two fsyncs per chain.
+// .idx) per WriteNew, that is per memrepo Commit or CommitChain, whatever
+// the number of objects. On the filesystems we run on, creating a file
+// costs far more than writing a few KiB into one (inode allocation plus one
+// fsync per file: on a 2-core ext4 VM about 2,500 durable loose objects per
+// second at best, whatever the batching), so a proposal's commit of seven
+// loose objects was bound by file creation, and a chain of fifty commits
+// would create 350 files. A pack makes it two files and two fsyncs per
+// chain.
 //
 // Entries are whole zlib-compressed objects, except trees that replace a
 // tree written earlier in the same pack (the memory/ tree of each commit of
 // a chain after the first): those are REF_DELTAs against it, found from the
 // common prefix and suffix of the two versions, so no delta search runs on
 // the hot path. A REF_DELTA names its base by hash, not by position, so
-// CompactPacks still merges packs by copying entries byte for byte. git
-// reads them like any other pack; `git gc` deltifies the rest when an
-// operator runs it.
+// Compact still merges packs by copying entries byte for byte. git reads
+// them like any other pack; `git gc` deltifies the rest when an operator
+// runs it.
 
 // packDir returns objects/pack.
-func (s *objectStore) packDir() string { return filepath.Join(s.dir, "pack") }
+func (s *Store) packDir() string { return filepath.Join(s.dir, "pack") }
 
-// writeNew makes a chain's objects durable: objects already in the
+// WriteNew makes a chain's objects durable: objects already in the
 // repository are reused instead of written again (see reuse), the rest go
 // into one new pack. It returns once everything is on disk.
-func (s *objectStore) writeNew(set *objectSet) error {
+func (s *Store) WriteNew(set *ObjectSet) error {
 	fresh, err := s.withoutStored(set.list)
 	if err != nil {
 		return err
@@ -85,7 +86,7 @@ func (s *objectStore) writeNew(set *objectSet) error {
 // withoutStored returns the objects that are not in the repository yet;
 // those that are get reused (see reuse). If reusing fails (the file vanished
 // or is not ours to touch), the object is written again.
-func (s *objectStore) withoutStored(objs []*plumbing.MemoryObject) ([]*plumbing.MemoryObject, error) {
+func (s *Store) withoutStored(objs []*plumbing.MemoryObject) ([]*plumbing.MemoryObject, error) {
 	packs, err := s.packList(false)
 	if err != nil {
 		return nil, err
@@ -118,20 +119,20 @@ func reuse(path string, now time.Time) error {
 	if filepath.Ext(path) == ".pack" {
 		return nil
 	}
-	if err := syncFile(path); err != nil {
+	if err := SyncFile(path); err != nil {
 		return err
 	}
 	fanout := filepath.Dir(path)
-	if err := syncDir(fanout); err != nil {
+	if err := SyncDir(fanout); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(fanout)) // objects/: the fan-out directory may be new too
+	return SyncDir(filepath.Dir(fanout)) // objects/: the fan-out directory may be new too
 }
 
 // storedAt returns the loose file or .pack that holds h, or "" when none does
 // as far as this store knows. A pack added by another process since the last
 // rescan is missed; the object is then written once more, which is harmless.
-func (s *objectStore) storedAt(h plumbing.Hash, packs []*packIndex) string {
+func (s *Store) storedAt(h plumbing.Hash, packs []*packIndex) string {
 	if p := s.loosePath(h); fileExists(p) {
 		return p
 	}
@@ -149,7 +150,7 @@ func fileExists(p string) bool {
 }
 
 // ensurePackDir creates objects/pack if a repository lacks it, durably.
-func (s *objectStore) ensurePackDir() error {
+func (s *Store) ensurePackDir() error {
 	err := os.Mkdir(s.packDir(), 0o755)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
@@ -157,12 +158,12 @@ func (s *objectStore) ensurePackDir() error {
 	if err != nil {
 		return fmt.Errorf("memrepo: create %s: %w", s.packDir(), err)
 	}
-	return syncDir(s.dir)
+	return SyncDir(s.dir)
 }
 
 // replacePacks publishes a new pack list snapshot without the removed packs
 // and with added (if not nil), so readers find new objects without a rescan.
-func (s *objectStore) replacePacks(removed map[string]bool, added *packIndex) {
+func (s *Store) replacePacks(removed map[string]bool, added *packIndex) {
 	// Load the list first so a later packList(false) does not replace our
 	// snapshot with a directory scan of its own (harmless, just wasted).
 	_, _ = s.packList(false)
@@ -188,7 +189,7 @@ func (s *objectStore) replacePacks(removed map[string]bool, added *packIndex) {
 // encode returns the pack entry of o: a REF_DELTA against the tree it
 // replaced when that one is in written (this pack, earlier) and the delta
 // pays, else the whole object.
-func (set *objectSet) encode(o *plumbing.MemoryObject, written map[plumbing.Hash]bool) ([]byte, error) {
+func (set *ObjectSet) encode(o *plumbing.MemoryObject, written map[plumbing.Hash]bool) ([]byte, error) {
 	base, ok := set.deltaBases[o.Hash()]
 	if !ok || !written[base.hash] {
 		return encodeEntry(o)
@@ -357,7 +358,7 @@ func (p *packWriter) finish() (*packIndex, error) {
 		return nil, fmt.Errorf("memrepo: publish pack index: %w", err)
 	}
 	p.idxTmp = ""
-	if err := syncDir(p.dir); err != nil {
+	if err := SyncDir(p.dir); err != nil {
 		return nil, fmt.Errorf("memrepo: sync %s: %w", p.dir, err)
 	}
 	return &packIndex{name: name, idx: loaded}, nil

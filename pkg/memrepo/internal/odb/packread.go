@@ -1,4 +1,4 @@
-package memrepo
+package odb
 
 import (
 	"bufio"
@@ -60,7 +60,7 @@ const (
 )
 
 // readEntry returns the object h stored at off of pack p.
-func (s *objectStore) readEntry(p *packIndex, f *os.File, h plumbing.Hash, off int64, depth int) (*packedObject, error) {
+func (s *Store) readEntry(p *packIndex, f *os.File, h plumbing.Hash, off int64, depth int) (*packedObject, error) {
 	if depth > maxDeltaChain {
 		return nil, fmt.Errorf("%w: delta chain at %d longer than %d", errCorruptPack, off, maxDeltaChain)
 	}
@@ -141,13 +141,13 @@ func readRaw(f *os.File, off int64) (typ int, data []byte, baseOff int64, baseHa
 // cachedBase returns delta base h (stored at off), from the object cache
 // when it is there, else read and cached: walking history resolves the
 // same bases again and again.
-func (s *objectStore) cachedBase(p *packIndex, f *os.File, h plumbing.Hash, off int64, depth int) (*packedObject, error) {
+func (s *Store) cachedBase(p *packIndex, f *os.File, h plumbing.Hash, off int64, depth int) (*packedObject, error) {
 	if o, ok := s.cache.Get(h); ok {
 		if po, ok := o.(*packedObject); ok {
 			return po, nil
 		}
 		// A loose copy of the same object: same content.
-		cont, err := copyContent(o)
+		cont, err := CopyContent(o)
 		if err != nil {
 			return nil, err
 		}

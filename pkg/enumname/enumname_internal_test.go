@@ -1,4 +1,4 @@
-package restjson
+package enumname
 
 import (
 	"testing"
@@ -57,10 +57,10 @@ func TestEnumPrefix(t *testing.T) {
 // rendering and parsing stay inverse to each other.
 func TestAmbiguousEnumFallsBackToFullNames(t *testing.T) {
 	ed := buildEnum(t, "E", "E_A", "e_a")
-	require.Equal(t, "E_A", EnumValueToREST(ed, 0))
-	require.Equal(t, "e_a", EnumValueToREST(ed, 1))
+	require.Equal(t, "E_A", Short(ed, 0))
+	require.Equal(t, "e_a", Short(ed, 1))
 	for _, n := range []protoreflect.EnumNumber{0, 1} {
-		got, ok := EnumValueFromREST(ed, EnumValueToREST(ed, n))
+		got, ok := Parse(ed, Short(ed, n))
 		require.True(t, ok)
 		require.Equal(t, n, got)
 	}
@@ -73,8 +73,8 @@ func buildEnum(t *testing.T, name string, values ...string) protoreflect.EnumDes
 		edp.Value = append(edp.Value, &descriptorpb.EnumValueDescriptorProto{Name: &v, Number: ptr(int32(i))})
 	}
 	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
-		Name:     ptr("restjson/internal_" + name + ".proto"),
-		Package:  ptr("restjson.internal"),
+		Name:     ptr("enumname/internal_" + name + ".proto"),
+		Package:  ptr("enumname.internal"),
 		Syntax:   ptr("proto2"), // proto3 already rejects such enums
 		EnumType: []*descriptorpb.EnumDescriptorProto{edp},
 	}, nil)

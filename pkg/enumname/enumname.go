@@ -1,4 +1,45 @@
-package restjson
+// Package enumname knows what the values of the API's enums are called in
+// the REST contract, for the REST JSON codec (pkg/restjson), the OpenAPI
+// generator and the services' logs, metrics and messages. It is its own
+// package so that knowing a value's name does not mean depending on the
+// codec (and through it on grpc-gateway).
+//
+// The gRPC API follows buf lint STANDARD, so enum values carry their enum's
+// name as an UPPER_SNAKE prefix (PRIORITY_NORMAL, PROPOSAL_STATUS_PENDING).
+// The REST contract in the specs uses the lowercase short form instead
+// ("normal", "pending").
+//
+// # Naming rule
+//
+// The short form of an enum value is its name with the enum's prefix removed,
+// lowercased. The prefix is chosen per enum, once, from its descriptor:
+//
+//  1. The enum's own name in UPPER_SNAKE_CASE plus "_" (ProposalStatus ->
+//     "PROPOSAL_STATUS_", HTTPMethod -> "HTTP_METHOD_"; for a nested enum
+//     only its own name counts: FieldDescriptorProto.Type -> "TYPE_"), if
+//     every value name starts with it. This is the prefix buf lint's
+//     ENUM_VALUE_PREFIX rule demands, so it is what our API uses, and it
+//     does not move when values are added.
+//  2. Otherwise the longest common prefix of all value names that ends in
+//     "_", when the enum has at least two values (typepb's Field.Kind with
+//     TYPE_DOUBLE... -> "TYPE_"; FieldOptions.JSType with JS_NORMAL... ->
+//     "JS_"). This covers enums whose prefix does not match their name.
+//  3. Otherwise no prefix (FieldOptions.CType: STRING, CORD, STRING_PIECE ->
+//     "string", "cord", "string_piece").
+//
+// A prefix is only used if it leaves every value a non-empty remainder. If
+// the resulting short forms would be ambiguous (two values with the same
+// short form, or a short form equal to another value's full name) the enum
+// falls back to its full, unchanged value names, so that every rendered value
+// always parses back to the value it came from.
+//
+// The zero value PRIORITY_UNSPECIFIED is "unspecified". A remainder may be
+// numeric (LAYER_1 -> "1").
+//
+// Parsing accepts, in this order: the exact full name (PRIORITY_NORMAL), the
+// short form in any letter case ("normal", "NORMAL"), or the decimal number
+// of a declared value.
+package enumname
 
 import (
 	"strconv"
@@ -9,28 +50,25 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// nullValueEnum has its own JSON mapping (JSON null) and is never rewritten.
-const nullValueEnum protoreflect.FullName = "google.protobuf.NullValue"
-
-// EnumValueToREST returns the REST short form of the value v of enum ed
+// Short returns the REST short form of the value v of enum ed
 // (PRIORITY_NORMAL -> "normal"); see the package documentation for the rule.
 // A number that is not declared in ed is returned as its decimal string,
 // because there is no name to shorten; protojson writes such values as JSON
 // numbers and callers producing JSON should do the same.
-func EnumValueToREST(ed protoreflect.EnumDescriptor, v protoreflect.EnumNumber) string {
+func Short(ed protoreflect.EnumDescriptor, v protoreflect.EnumNumber) string {
 	if s, ok := tableFor(ed).short[v]; ok {
 		return s
 	}
 	return strconv.FormatInt(int64(v), 10)
 }
 
-// EnumValueFromREST parses s as a value of enum ed. It accepts the exact full
+// Parse parses s as a value of enum ed. It accepts the exact full
 // value name ("PRIORITY_NORMAL"), the short form in any letter case
 // ("normal", "Normal"), or the decimal number of a declared value ("1"), in
 // that order of precedence, so a numeric short form such as "1" for LAYER_1
 // means that value rather than the number 1. Numbers that are not declared in
 // ed are rejected: the REST contract only has the declared values.
-func EnumValueFromREST(ed protoreflect.EnumDescriptor, s string) (protoreflect.EnumNumber, bool) {
+func Parse(ed protoreflect.EnumDescriptor, s string) (protoreflect.EnumNumber, bool) {
 	if ev := ed.Values().ByName(protoreflect.Name(s)); ev != nil {
 		return ev.Number(), true
 	}
@@ -46,10 +84,11 @@ func EnumValueFromREST(ed protoreflect.EnumDescriptor, s string) (protoreflect.E
 	return 0, false
 }
 
-// allowedEnumValues lists the short forms of ed in declaration order, for
-// error messages that tell a client what it could have sent.
-func allowedEnumValues(ed protoreflect.EnumDescriptor) []string {
-	return tableFor(ed).allowed
+// Allowed lists the short forms of ed in declaration order, for error
+// messages that tell a client what it could have sent. The slice is the
+// caller's.
+func Allowed(ed protoreflect.EnumDescriptor) []string {
+	return append([]string(nil), tableFor(ed).allowed...)
 }
 
 // enumTable is the precomputed translation of one enum, so the per-value
@@ -106,7 +145,7 @@ func tryEnumTable(ed protoreflect.EnumDescriptor, prefix string, lower bool) (*e
 		if n, dup := t.byShort[key]; dup && n != ev.Number() {
 			ok = false
 		}
-		// EnumValueFromREST tries full names first, so a short form that is
+		// Parse tries full names first, so a short form that is
 		// another value's full name would parse as that other value.
 		if other := values.ByName(protoreflect.Name(s)); other != nil && other.Number() != ev.Number() {
 			ok = false
@@ -181,8 +220,8 @@ func upperSnake(s string) string {
 	return b.String()
 }
 
-// EnumName is e's value in the REST form ("normal" for PRIORITY_NORMAL), for
+// Name is e's value in the REST form ("normal" for PRIORITY_NORMAL), for
 // logs, metrics labels and messages that should read like the API.
-func EnumName(e protoreflect.Enum) string {
-	return EnumValueToREST(e.Descriptor(), e.Number())
+func Name(e protoreflect.Enum) string {
+	return Short(e.Descriptor(), e.Number())
 }

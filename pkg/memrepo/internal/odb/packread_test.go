@@ -1,14 +1,12 @@
-package memrepo
+package odb
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,9 +22,7 @@ func gitObjects(t *testing.T, dir string) map[plumbing.Hash]struct {
 	data []byte
 } {
 	t.Helper()
-	cmd := exec.Command("git", "-C", dir, "cat-file", "--batch-all-objects", "--batch")
-	out, err := cmd.Output()
-	require.NoError(t, err)
+	out := []byte(mustGit(t, dir, "", "cat-file", "--batch-all-objects", "--batch"))
 	objs := map[plumbing.Hash]struct {
 		typ  string
 		data []byte
@@ -60,36 +56,38 @@ func gitObjects(t *testing.T, dir string) map[plumbing.Hash]struct {
 func TestReadPackedMatchesGit(t *testing.T) {
 	for _, ofs := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ofs=%v", ofs), func(t *testing.T) {
-			r := newTestRepo(t)
+			dir := bareRepo(t)
 			rng := rand.New(rand.NewPCG(1, 2))
 			lines := []string{}
+			var commits [][]file
 			for i := range 60 {
 				// Edits anywhere in growing files: long delta chains of
 				// copies and inserts, some copies over 64 KiB.
 				at := rng.IntN(len(lines) + 1)
 				lines = append(lines[:at], append([]string{fmt.Sprintf("- fact %d about [[entity %d]] %s", i, rng.IntN(9), strings.Repeat("x", rng.IntN(80)))}, lines[at:]...)...)
 				big := strings.Repeat(strings.Join(lines, "\n")+"\n", 1+i/20)
-				commit(t, r, fmt.Sprint("c", i),
-					put("memory/a/facts.md", strings.Join(lines, "\n")+"\n"),
-					put(fmt.Sprintf("memory/a/runs/r%d.md", i%4), big),
-					put("memory/b/empty.md", ""))
+				commits = append(commits, []file{
+					{"memory/a/facts.md", strings.Join(lines, "\n") + "\n"},
+					{fmt.Sprintf("memory/a/runs/r%d.md", i%4), big},
+					{"memory/b/empty.md", ""}})
 			}
-			mustGit(t, r.Path(), "-c", fmt.Sprintf("repack.useDeltaBaseOffset=%v", ofs),
+			importCommits(t, dir, "main", commits)
+			mustGit(t, dir, "", "-c", fmt.Sprintf("repack.useDeltaBaseOffset=%v", ofs),
 				"repack", "-a", "-d", "-f", "-q", "--window=50", "--depth=50")
-			packs := packFiles(t, r)
+			packs := packFiles(t, dir)
 			require.Len(t, packs, 1)
-			verify := mustGit(t, r.Path(), "verify-pack", "-v", strings.TrimSuffix(packs[0], ".pack")+".idx")
+			verify := mustGit(t, dir, "", "verify-pack", "-v", strings.TrimSuffix(packs[0], ".pack")+".idx")
 			require.Contains(t, verify, "chain length = 10", "git stored long delta chains")
 
-			want := gitObjects(t, r.Path())
+			want := gitObjects(t, dir)
 			require.Greater(t, len(want), 200)
+			store := New(dir) // a cold object cache, warm the second time
 			for _, warm := range []bool{false, true} {
-				repo := mustOpen(t, r.Path()) // a cold object cache
 				for h, w := range want {
-					o, err := repo.objs.get(plumbing.AnyObject, h)
+					o, err := store.Get(plumbing.AnyObject, h)
 					require.NoError(t, err, "%s (warm %v)", h, warm)
 					require.Equal(t, w.typ, o.Type().String(), h.String())
-					got, err := copyContent(o)
+					got, err := CopyContent(o)
 					require.NoError(t, err)
 					require.True(t, bytes.Equal(w.data, got), "%s %s (warm %v)", w.typ, h, warm)
 					require.Equal(t, h, o.Hash())
@@ -104,8 +102,18 @@ func TestReadPackedMatchesGit(t *testing.T) {
 // offset that lands on another object of the same size) can still give an
 // object, and then one of the right size.
 func TestReadPackedCorruption(t *testing.T) {
-	r, pack, _ := deltaPackRepo(t, 50, 8)
-	want := gitObjects(t, r.Path())
+	dir := bareRepo(t)
+	body := strings.Repeat("a line that makes git want to store deltas\n", 50)
+	var commits [][]file
+	for i := range 8 {
+		commits = append(commits, []file{{"memory/a/facts.md", fmt.Sprint(body, i)}})
+	}
+	importCommits(t, dir, "main", commits)
+	mustGit(t, dir, "", "repack", "-a", "-d", "-f", "-q", "--window=50")
+	packs := packFiles(t, dir)
+	require.Len(t, packs, 1)
+	pack := packs[0]
+	want := gitObjects(t, dir)
 	orig, err := os.ReadFile(pack)
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -115,13 +123,13 @@ func TestReadPackedCorruption(t *testing.T) {
 		data[at] ^= byte(1 + rng.IntN(255))
 		require.NoError(t, os.Chmod(pack, 0o644))
 		require.NoError(t, os.WriteFile(pack, data, 0o644))
-		repo := mustOpen(t, r.Path())
+		store := New(dir)
 		for h, w := range want {
-			o, err := repo.objs.get(plumbing.AnyObject, h)
+			o, err := store.Get(plumbing.AnyObject, h)
 			if err != nil {
 				continue
 			}
-			got, err := copyContent(o)
+			got, err := CopyContent(o)
 			require.NoError(t, err)
 			// A flip in a zlib stream (a delta's instructions too) is
 			// caught by its checksum; the headers are covered by nothing
@@ -193,33 +201,36 @@ func packFDs(t *testing.T, dir string) []string {
 // repack has replaced it and the reader has noticed (its next miss), so
 // deleted packs do not hold disk space or descriptors.
 func TestPackFilesClosedWhenReplaced(t *testing.T) {
-	ctx := context.Background()
-	r := newTestRepo(t)
+	dir := bareRepo(t)
 	var hs []plumbing.Hash
-	for i := range 6 {
-		hs = append(hs, commit(t, r, fmt.Sprint("c", i), put(fmt.Sprintf("memory/a/f%d.md", i), fmt.Sprint(i))))
+	for i := range 6 { // a pack each
+		importCommits(t, dir, fmt.Sprint("b", i), [][]file{{{fmt.Sprintf("memory/a/f%d.md", i), fmt.Sprint(i)}}})
+		hs = append(hs, plumbing.ComputeHash(plumbing.BlobObject, []byte(fmt.Sprint(i))))
 	}
-	before := len(packFDs(t, r.Path()))
-	reader := mustOpen(t, r.Path())
-	for i, h := range hs {
-		got, err := reader.ReadFile(ctx, h, fmt.Sprintf("memory/a/f%d.md", i))
+	require.Len(t, packFiles(t, dir), 6)
+	read := func(s *Store, h plumbing.Hash) string {
+		t.Helper()
+		o, err := s.Get(plumbing.BlobObject, h)
 		require.NoError(t, err)
-		require.Equal(t, fmt.Sprint(i), string(got))
+		text, err := TextContent(o)
+		require.NoError(t, err)
+		return text
 	}
-	require.Greater(t, len(packFDs(t, r.Path())), before, "packs stay open between reads")
+	before := len(packFDs(t, dir))
+	reader := New(dir)
+	for i, h := range hs {
+		require.Equal(t, fmt.Sprint(i), read(reader, h))
+	}
+	require.Greater(t, len(packFDs(t, dir)), before, "packs stay open between reads")
 
-	mustGit(t, r.Path(), "repack", "-a", "-d", "-q")
+	mustGit(t, dir, "", "repack", "-a", "-d", "-q")
 	// Objects already listed still read (from the open, deleted files).
-	got, err := reader.ReadFile(ctx, hs[2], "memory/a/f2.md")
-	require.NoError(t, err)
-	require.Equal(t, "2", string(got))
-	require.Contains(t, strings.Join(packFDs(t, r.Path()), "\n"), "(deleted)")
-	// A new commit is a miss: the rescan drops the deleted packs.
-	h := commit(t, r, "new", put("memory/a/new.md", "new"))
-	got, err = reader.ReadFile(ctx, h, "memory/a/new.md")
-	require.NoError(t, err)
-	require.Equal(t, "new", string(got))
-	for _, fd := range packFDs(t, r.Path()) {
+	require.Equal(t, "2", read(reader, hs[2]))
+	require.Contains(t, strings.Join(packFDs(t, dir), "\n"), "(deleted)")
+	// A new pack is a miss: the rescan drops the deleted packs.
+	importCommits(t, dir, "new", [][]file{{{"memory/a/new.md", "new"}}})
+	require.Equal(t, "new", read(reader, plumbing.ComputeHash(plumbing.BlobObject, []byte("new"))))
+	for _, fd := range packFDs(t, dir) {
 		require.NotContains(t, fd, "(deleted)")
 	}
 }

@@ -1,19 +1,21 @@
-package restjson_test
+package enumname_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/known/apipb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/typepb"
 
-	"github.com/garden-bloom/memory/pkg/restjson"
+	"github.com/garden-bloom/memory/pkg/enumname"
 )
 
-func TestEnumValueToREST(t *testing.T) {
+func TestShort(t *testing.T) {
 	fieldType := descriptorpb.FieldDescriptorProto_TYPE_INT32.Descriptor()
 	label := descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Descriptor()
 	ctype := descriptorpb.FieldOptions_CORD.Descriptor()
@@ -49,12 +51,12 @@ func TestEnumValueToREST(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, restjson.EnumValueToREST(tt.ed, tt.v))
+			require.Equal(t, tt.want, enumname.Short(tt.ed, tt.v))
 		})
 	}
 }
 
-func TestEnumValueFromREST(t *testing.T) {
+func TestParse(t *testing.T) {
 	fieldType := descriptorpb.FieldDescriptorProto_TYPE_INT32.Descriptor()
 	tests := []struct {
 		name   string
@@ -83,11 +85,20 @@ func TestEnumValueFromREST(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := restjson.EnumValueFromREST(tt.ed, tt.in)
+			got, ok := enumname.Parse(tt.ed, tt.in)
 			require.Equal(t, tt.wantOK, ok)
 			require.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// Allowed lists what a client may send, in declaration order, in a slice
+// the caller may keep.
+func TestAllowed(t *testing.T) {
+	got := enumname.Allowed(fixtureEnum("ProposalStatus"))
+	require.Equal(t, []string{"unspecified", "pending", "needs_human_review"}, got)
+	got[0] = "changed"
+	require.Equal(t, "unspecified", enumname.Allowed(fixtureEnum("ProposalStatus"))[0])
 }
 
 // Every value of every enum we can reach must survive a round trip through
@@ -107,14 +118,14 @@ func TestEnumRoundTripAllValues(t *testing.T) {
 			seen := map[string]bool{}
 			for j := 0; j < ed.Values().Len(); j++ {
 				ev := ed.Values().Get(j)
-				s := restjson.EnumValueToREST(ed, ev.Number())
+				s := enumname.Short(ed, ev.Number())
 				require.NotEmpty(t, s, "%s", ev.FullName())
 				require.False(t, seen[s], "duplicate short form %q in %s", s, ed.FullName())
 				seen[s] = true
-				n, ok := restjson.EnumValueFromREST(ed, s)
+				n, ok := enumname.Parse(ed, s)
 				require.True(t, ok, "%s -> %q", ev.FullName(), s)
 				require.Equal(t, ev.Number(), n, "%s -> %q", ev.FullName(), s)
-				n, ok = restjson.EnumValueFromREST(ed, string(ev.Name()))
+				n, ok = enumname.Parse(ed, string(ev.Name()))
 				require.True(t, ok, "%s", ev.FullName())
 				require.Equal(t, ev.Number(), n)
 			}
@@ -126,4 +137,70 @@ func TestEnumRoundTripAllValues(t *testing.T) {
 	for _, fd := range files {
 		check(fd.Enums(), fd.Messages())
 	}
+}
+
+// fixtureProto has enums shaped like our API's (buf STANDARD prefixes, an
+// acronym, numeric remainders, one without UNSPECIFIED, a nested one),
+// without code generation.
+const fixtureProto = `
+name: "enumname/fixture.proto"
+package: "enumname.test"
+syntax: "proto3"
+enum_type {
+  name: "Priority"
+  value { name: "PRIORITY_UNSPECIFIED" number: 0 }
+  value { name: "PRIORITY_NORMAL" number: 1 }
+  value { name: "PRIORITY_HIGH" number: 2 }
+}
+enum_type {
+  name: "ProposalStatus"
+  value { name: "PROPOSAL_STATUS_UNSPECIFIED" number: 0 }
+  value { name: "PROPOSAL_STATUS_PENDING" number: 1 }
+  value { name: "PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW" number: 7 }
+}
+enum_type {
+  name: "Layer"
+  value { name: "LAYER_UNSPECIFIED" number: 0 }
+  value { name: "LAYER_1" number: 1 }
+  value { name: "LAYER_2" number: 2 }
+}
+enum_type {
+  name: "HTTPMethod"
+  value { name: "HTTP_METHOD_UNSPECIFIED" number: 0 }
+  value { name: "HTTP_METHOD_GET" number: 1 }
+  value { name: "HTTP_METHOD_POST" number: 2 }
+}
+enum_type {
+  name: "ReadMode"
+  value { name: "READ_MODE_BASIC" number: 0 }
+  value { name: "READ_MODE_WIDE" number: 1 }
+}
+message_type {
+  name: "Item"
+  enum_type {
+    name: "Kind"
+    value { name: "KIND_UNSPECIFIED" number: 0 }
+    value { name: "KIND_HTTP_CALL" number: 1 }
+  }
+}
+`
+
+var fixture = func() protoreflect.FileDescriptor {
+	fdp := &descriptorpb.FileDescriptorProto{}
+	if err := prototext.Unmarshal([]byte(fixtureProto), fdp); err != nil {
+		panic(err)
+	}
+	fd, err := protodesc.NewFile(fdp, nil)
+	if err != nil {
+		panic(err)
+	}
+	return fd
+}()
+
+func fixtureEnum(name protoreflect.Name) protoreflect.EnumDescriptor {
+	return fixture.Enums().ByName(name)
+}
+
+func fixtureMessage(name protoreflect.Name) protoreflect.MessageDescriptor {
+	return fixture.Messages().ByName(name)
 }

@@ -1,0 +1,48 @@
+package odb
+
+import (
+	"io"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Objects from Get may be shared through the cache, and a packed one holds
+// its content as a plain byte slice: these read it without the copies an
+// io.Reader would cost, while keeping cached objects immutable.
+
+// CopyContent returns a copy of o's content: cached objects stay immutable.
+func CopyContent(o plumbing.EncodedObject) ([]byte, error) {
+	if po, ok := o.(*packedObject); ok {
+		return slices.Clone(po.cont), nil
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	buf := make([]byte, o.Size())
+	if _, err := io.ReadFull(rd, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// TextContent is CopyContent as a string: a packed object is copied once,
+// where string(CopyContent) would copy it twice.
+func TextContent(o plumbing.EncodedObject) (string, error) {
+	if po, ok := o.(*packedObject); ok {
+		return string(po.cont), nil
+	}
+	buf, err := CopyContent(o)
+	return string(buf), err
+}
+
+// SharedContent returns o's content, shared with the cache when it comes
+// from a pack: read-only. memrepo walks and decodes trees this way.
+func SharedContent(o plumbing.EncodedObject) ([]byte, error) {
+	if po, ok := o.(*packedObject); ok {
+		return po.cont, nil
+	}
+	return CopyContent(o)
+}

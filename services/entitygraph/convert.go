@@ -1,0 +1,107 @@
+package entitygraph
+
+import (
+	"strings"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/enumname"
+	"github.com/garden-bloom/memory/pkg/mdops"
+	"github.com/garden-bloom/memory/pkg/temporalgraph"
+)
+
+// Conversions between the API's messages and the graph's types. Nodes and
+// edges are converted for a viewer: what it may not see is left out.
+
+func entityType(t string) memoryv1.EntityType {
+	v, ok := enumname.Parse(memoryv1.EntityType(0).Descriptor(), t)
+	if !ok {
+		return memoryv1.EntityType_ENTITY_TYPE_CONCEPT
+	}
+	return memoryv1.EntityType(v)
+}
+
+// entityTypeName is the graph's name of t ("" for unspecified: any type).
+func entityTypeName(t memoryv1.EntityType) string {
+	if t == memoryv1.EntityType_ENTITY_TYPE_UNSPECIFIED {
+		return ""
+	}
+	return enumname.Name(t)
+}
+
+func relation(r string) memoryv1.Relation {
+	v, ok := enumname.Parse(memoryv1.Relation(0).Descriptor(), r)
+	if !ok {
+		return memoryv1.Relation_RELATION_UNSPECIFIED
+	}
+	return memoryv1.Relation(v)
+}
+
+// relationNames are the graph's names of rs.
+func relationNames(rs []memoryv1.Relation) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, enumname.Name(r))
+	}
+	return out
+}
+
+func (v viewer) node(n temporalgraph.Node) *memoryv1.Entity {
+	e := &memoryv1.Entity{EntityId: n.ID, Type: entityType(n.Type), Label: n.Label, Aliases: n.Aliases}
+	for _, r := range n.Refs {
+		if v.sees(r) {
+			e.Refs = append(e.Refs, r)
+		}
+	}
+	if !n.LastUpdated.IsZero() {
+		e.LastUpdated = timestamppb.New(n.LastUpdated)
+	}
+	return e
+}
+
+// edges converts edges, keeping only evidence the viewer may see and edges
+// left with some.
+func (v viewer) edges(es []temporalgraph.Edge) []*memoryv1.Edge {
+	var out []*memoryv1.Edge
+	for _, e := range es {
+		pe := &memoryv1.Edge{FromEntityId: e.From, ToEntityId: e.To, Relation: relation(e.Relation), ValidFrom: timestamppb.New(e.ValidFrom)}
+		if !e.ValidTo.IsZero() {
+			pe.ValidTo = timestamppb.New(e.ValidTo)
+		}
+		for _, ev := range e.Evidence {
+			if strings.HasPrefix(ev.File, "commit:") && v.agents != nil {
+				continue // commit-message refs are not tied to one agent's files
+			}
+			if !strings.HasPrefix(ev.File, "commit:") && !v.sees(ev.File) {
+				continue
+			}
+			pe.Evidence = append(pe.Evidence, &memoryv1.Evidence{File: ev.File, Commit: ev.Commit, Span: &memoryv1.Span{StartLine: int32(ev.Line), EndLine: int32(ev.Line)}})
+		}
+		if len(pe.Evidence) == 0 {
+			continue
+		}
+		pe.Weight = float64(len(pe.Evidence))
+		out = append(out, pe)
+	}
+	return out
+}
+
+func factChange(c temporalgraph.FactChange) *memoryv1.EntityFactChange {
+	kind := memoryv1.ChangeKind_CHANGE_KIND_ADDED
+	if c.Change == "removed" {
+		kind = memoryv1.ChangeKind_CHANGE_KIND_REMOVED
+	}
+	agent := ""
+	if parts := strings.SplitN(c.File, "/", 3); len(parts) == 3 && parts[0] == "memory" {
+		agent = parts[1]
+	}
+	return &memoryv1.EntityFactChange{Change: kind, Fact: c.Text, File: c.File, Commit: c.Commit,
+		Time: timestamppb.New(c.Time), ProposalId: c.ProposalID, AgentId: agent}
+}
+
+// decisionMessage is decision d of decisions.md as graph node id.
+func decisionMessage(id string, d mdops.Decision) *memoryv1.Decision {
+	return &memoryv1.Decision{Id: id, Title: d.Title, Status: d.Status, Context: d.Context, Decision: d.Decision,
+		Rationale: d.Rationale, Consequences: d.Consequences, RunId: d.RunID, Date: timestamppb.New(d.Date)}
+}
