@@ -34,6 +34,8 @@ PROMTOOL_VERSION            := v0.316.0
 # database (vuln.go.dev) is unreachable here, so make vulndb builds a local
 # one from this version of the module golang.org/x/vulndb with its own gendb.
 GOVULNCHECK_VERSION         := v1.9.0
+# golangci-lint (make lint) with the linters .golangci.yml names.
+GOLANGCI_LINT_VERSION       := v2.15.0
 VULNDB_VERSION              := v0.0.0-20261105234957-e22db6528018
 
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -92,6 +94,9 @@ $(K8S_SCHEMA_DIR)/.stamp: $(BIN)/k8sschema
 
 # govulncheck type-checks the code with the go/types it was built with, so
 # its stamp also names the Go toolchain: a new GOTOOLCHAIN rebuilds it.
+GOLANGCI_LINT_STAMP := $(BIN)/.golangci-lint-$(GOLANGCI_LINT_VERSION)-$(GOTOOLCHAIN)
+$(GOLANGCI_LINT_STAMP):
+	$(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) && touch $@
 GOVULNCHECK_STAMP := $(BIN)/.govulncheck-$(GOVULNCHECK_VERSION)-$(GOTOOLCHAIN)
 $(GOVULNCHECK_STAMP):
 	$(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) && touch $@
@@ -119,7 +124,8 @@ PROTO_TOOLS := $(BIN)/.buf-$(BUF_VERSION) $(BIN)/.protoc-gen-go-$(PROTOC_GEN_GO_
 	$(BIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) $(BIN)/.grpc-gateway-$(GRPC_GATEWAY_VERSION)
 
 ## tools: install every pinned tool into ./bin (deploy-tools: those of validate-deploy)
-tools: $(PROTO_TOOLS) $(BIN)/.grpcurl-$(GRPCURL_VERSION) $(BIN)/.minio-$(MINIO_VERSION) $(GOVULNCHECK_STAMP) $(VULNDB_DIR)/.stamp
+tools: $(PROTO_TOOLS) $(BIN)/.grpcurl-$(GRPCURL_VERSION) $(BIN)/.minio-$(MINIO_VERSION) $(GOVULNCHECK_STAMP) $(VULNDB_DIR)/.stamp \
+	$(GOLANGCI_LINT_STAMP)
 deploy-tools: $(BIN)/.kubeconform-$(KUBECONFORM_VERSION) $(K8S_SCHEMA_DIR)/.stamp $(BIN)/.docker-compose-$(COMPOSE_VERSION) \
 	$(BIN)/.promtool-$(PROMTOOL_VERSION)
 
@@ -141,13 +147,23 @@ define OPENAPI31_GEN
 $(GO) run ./cmd/openapigen -descriptors gen/descriptor/memory.binpb -swagger gen/openapi/memory.swagger.json -out gen/openapi/memory.openapi.json
 endef
 
-## lint: buf lint (STANDARD) + go vet + gofmt + govulncheck (fails on any
+## lint: buf lint (STANDARD) + buf breaking + go vet + golangci-lint
+## (.golangci.yml) + gofmt + govulncheck (fails on any
 ## reachable vulnerability, with the local database of make vulndb)
-lint: $(BIN)/.buf-$(BUF_VERSION) $(GOVULNCHECK_STAMP) $(VULNDB_DIR)/.stamp
+lint: $(BIN)/.buf-$(BUF_VERSION) $(GOVULNCHECK_STAMP) $(VULNDB_DIR)/.stamp $(GOLANGCI_LINT_STAMP) breaking
 	buf lint
 	$(GO) vet ./...
+	golangci-lint run ./...
 	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go' | grep -v '^gen/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GOVULNCHECK) ./...
+
+## breaking: the API (proto/) stays wire- and JSON-compatible with the last
+## release (part of lint). The release is named by its commit, so a clone
+## without tags checks it too; move it when a release is cut (CHANGELOG.md).
+BUF_BREAKING_AGAINST ?= .git\#ref=c46e1d1c04e6d2e8a082778144424ce54f44c9fc
+.PHONY: breaking
+breaking: $(BIN)/.buf-$(BUF_VERSION)
+	buf breaking --against '$(BUF_BREAKING_AGAINST)'
 
 ## vulndb: build the local vulnerability database (once per VULNDB_VERSION)
 ## vulncheck: govulncheck alone (part of lint)

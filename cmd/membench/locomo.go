@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,7 +69,7 @@ func normalizeEvidence(ev []string) []string {
 // sources (one turn per line, tagged [D<session>:<turn>]); each question is a
 // query hint to AssembleContext under a token budget; evidence recall is the
 // share of the question's evidence turns whose tag is in the context.
-func locomo(ctx context.Context, path, work string, out io.Writer) error {
+func locomo(ctx context.Context, path, work string, out io.Writer) (err error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -91,13 +92,14 @@ func locomo(ctx context.Context, path, work string, out io.Writer) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	// The logs go nowhere: a server that failed says so here.
+	defer func() { stop(); err = errors.Join(err, <-done) }()
 
 	conn, err := grpc.NewClient(a.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	secret, err := auth.LoadSecret(filepath.Join(dataDir, "auth.secret"))
 	if err != nil {
 		return err
@@ -208,17 +210,19 @@ func locomo(ctx context.Context, path, work string, out io.Writer) error {
 		}
 		return 100 * sum / float64(max(1, len(xs)))
 	}
-	fmt.Fprintf(out, "\n## LoCoMo (%d conversations, %d questions with evidence, categories 1–4) through AssembleContext over gRPC\n\n", len(samples), questions)
-	fmt.Fprintf(out, "| budget (tokens) | evidence recall | Lucene whole turns | multi-hop | temporal | open-domain | single-hop |\n|---|---|---|---|---|---|---|\n")
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## LoCoMo (%d conversations, %d questions with evidence, categories 1–4) through AssembleContext over gRPC\n\n", len(samples), questions)
+	fmt.Fprintf(&b, "| budget (tokens) | evidence recall | Lucene whole turns | multi-hop | temporal | open-domain | single-hop |\n|---|---|---|---|---|---|---|\n")
 	for _, budget := range locomoBudgets {
 		var overall []float64
 		for c := 1; c <= 4; c++ {
 			overall = append(overall, recall[budget][c]...)
 		}
-		fmt.Fprintf(out, "| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", budget, mean(overall), locomoReference[budget],
+		fmt.Fprintf(&b, "| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", budget, mean(overall), locomoReference[budget],
 			mean(recall[budget][1]), mean(recall[budget][2]), mean(recall[budget][3]), mean(recall[budget][4]))
 	}
-	fmt.Fprintf(out, "\nindexed %d sessions in %s; %d context assemblies in %s\n", sources, indexTime.Round(time.Millisecond),
+	fmt.Fprintf(&b, "\nindexed %d sessions in %s; %d context assemblies in %s\n", sources, indexTime.Round(time.Millisecond),
 		questions*len(locomoBudgets), queryTime.Round(time.Millisecond))
-	return nil
+	_, err = io.WriteString(out, b.String())
+	return err
 }

@@ -38,19 +38,25 @@ func quality(ctx context.Context, dataDir, work string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer func() {
+			if err := os.RemoveAll(dir); err != nil {
+				fmt.Fprintln(os.Stderr, "membench quality: work directory not removed:", err)
+			}
+		}()
 		work = dir
 	}
 	sf := filepath.Join(dataDir, "scifact")
 	if _, err := os.Stat(filepath.Join(sf, "corpus.jsonl")); err != nil {
-		fmt.Fprintf(out, "SciFact: no data at %s — skipped\n", sf)
+		if _, err := fmt.Fprintf(out, "SciFact: no data at %s — skipped\n", sf); err != nil {
+			return err
+		}
 	} else if err := scifact(ctx, sf, work, out); err != nil {
 		return err
 	}
 	lc := filepath.Join(dataDir, "locomo", "locomo10.json")
 	if _, err := os.Stat(lc); err != nil {
-		fmt.Fprintf(out, "LoCoMo: no data at %s — skipped\n", lc)
-		return nil
+		_, err := fmt.Fprintf(out, "LoCoMo: no data at %s — skipped\n", lc)
+		return err
 	}
 	return locomo(ctx, lc, work, out)
 }
@@ -157,12 +163,14 @@ func scifact(ctx context.Context, dir, work string, out io.Writer) error {
 	slices.Sort(lat)
 	ndcg, recall := ireval.NDCG(qrels, run, 10), ireval.Recall(qrels, run, 100)
 
-	fmt.Fprintf(out, "## SciFact (BEIR test, %d queries, %d documents) through search-index over gRPC\n\n", len(ids), len(corpus))
-	fmt.Fprintf(out, "| metric | Garden Bloom | Lucene BM25 (flat) | ratio |\n|---|---|---|---|\n")
-	fmt.Fprintf(out, "| nDCG@10 | %.4f | %.4f | %.3f |\n", ndcg, luceneNDCG10, ndcg/luceneNDCG10)
-	fmt.Fprintf(out, "| Recall@100 | %.4f | %.4f | %.3f |\n", recall, luceneRecall100, recall/luceneRecall100)
-	fmt.Fprintf(out, "\nindex %d documents: %s; %d queries: %s; query latency p50 %s, p95 %s\n",
+	var b strings.Builder
+	fmt.Fprintf(&b, "## SciFact (BEIR test, %d queries, %d documents) through search-index over gRPC\n\n", len(ids), len(corpus))
+	fmt.Fprintf(&b, "| metric | Garden Bloom | Lucene BM25 (flat) | ratio |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| nDCG@10 | %.4f | %.4f | %.3f |\n", ndcg, luceneNDCG10, ndcg/luceneNDCG10)
+	fmt.Fprintf(&b, "| Recall@100 | %.4f | %.4f | %.3f |\n", recall, luceneRecall100, recall/luceneRecall100)
+	fmt.Fprintf(&b, "\nindex %d documents: %s; %d queries: %s; query latency p50 %s, p95 %s\n",
 		len(corpus), indexTime.Round(time.Millisecond), len(ids), queryTime.Round(time.Millisecond),
 		lat[len(lat)/2].Round(10*time.Microsecond), lat[len(lat)*95/100].Round(10*time.Microsecond))
-	return nil
+	_, err = io.WriteString(out, b.String())
+	return err
 }

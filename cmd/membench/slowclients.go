@@ -87,7 +87,11 @@ func runSlowClients(ctx context.Context, o slowClientsOptions, out io.Writer) er
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer func() {
+			if err := os.RemoveAll(dir); err != nil {
+				logf("work directory not removed: %v", err)
+			}
+		}()
 		work = dir
 	}
 	bin := o.memoryd
@@ -96,7 +100,7 @@ func runSlowClients(ctx context.Context, o slowClientsOptions, out io.Writer) er
 		bin = filepath.Join(work, "memoryd")
 		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/garden-bloom/memory/cmd/memoryd")
 		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build memoryd: %v\n%s", err, out)
+			return fmt.Errorf("go build memoryd: %w\n%s", err, out)
 		}
 	}
 	dataDir := filepath.Join(work, "data")
@@ -130,7 +134,7 @@ func runSlowClients(ctx context.Context, o slowClientsOptions, out io.Writer) er
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }() // memoryd writes it through its own descriptor
 	cmd := exec.Command(bin, append([]string{"--target=all", "--data-dir", dataDir, "--auth-secret-file", secretFile,
 		"--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--rate-limit=0", "--auto-approve-default", "--log-level=warn",
 		"--http-body-timeout", o.bodyTimeout.String()}, o.extra...)...)
@@ -189,7 +193,9 @@ func runSlowClients(ctx context.Context, o slowClientsOptions, out io.Writer) er
 	rss := peakRSS(cmd.Process.Pid)
 
 	r := summarize(o, results, baseline, during, cutsMetric, metricErr, rss)
-	fmt.Fprint(out, r.markdown())
+	if _, err := io.WriteString(out, r.markdown()); err != nil {
+		return err
+	}
 	if !r.pass {
 		return errors.New("a budget failed")
 	}
@@ -216,7 +222,7 @@ func slowConn(src net.IP, addr, tok string, interval, limit time.Duration, conne
 		connected()
 		return slowResult{err: err}
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	head := "POST /memory/propose HTTP/1.1\r\nHost: memoryd\r\nAuthorization: Bearer " + tok +
 		"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
 	_, err = io.WriteString(c, head)
@@ -486,7 +492,7 @@ func scrapeCuts(client *http.Client, base, kind string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return 0, err

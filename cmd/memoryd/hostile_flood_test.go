@@ -234,7 +234,8 @@ func (f *floodEnv) grpcConnCap(t *testing.T) {
 		_ = c.SetReadDeadline(time.Now().Add(d))
 		_, err := io.Copy(io.Discard, c)
 		var ne net.Error
-		return !(errors.As(err, &ne) && ne.Timeout())
+		timedOut := errors.As(err, &ne) && ne.Timeout()
+		return !timedOut
 	}
 	var held []net.Conn
 	defer func() {
@@ -249,7 +250,7 @@ func (f *floodEnv) grpcConnCap(t *testing.T) {
 		require.False(t, isClosed(c, 50*time.Millisecond), "connection %d is within the cap", i)
 	}
 	over := open()
-	defer over.Close()
+	defer func() { _ = over.Close() }()
 	require.True(t, isClosed(over, 2*time.Second), "the connection over the cap is closed at once")
 	require.Equal(t, before+1, refused())
 	// Calls from other addresses go on.
@@ -263,7 +264,7 @@ func (f *floodEnv) grpcConnCap(t *testing.T) {
 func (f *floodEnv) slowHeaders(t *testing.T) {
 	c, err := (&net.Dialer{LocalAddr: hLoopback(7)}).Dial("tcp", f.d.httpAddr)
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	start := time.Now()
 	_, err = io.WriteString(c, "GET /memory/flood/read HTTP/1.1\r\nHost: memoryd\r\n")
 	require.NoError(t, err)
@@ -296,7 +297,7 @@ func (f *floodEnv) slowHeaders(t *testing.T) {
 func (f *floodEnv) slowProposeBody(t *testing.T, from int, send func(c net.Conn, stop <-chan struct{})) (hAnswer, time.Duration) {
 	c, err := (&net.Dialer{LocalAddr: hLoopback(from)}).Dial("tcp", f.d.httpAddr)
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_, err = io.WriteString(c, "POST /memory/flood/propose HTTP/1.1\r\nHost: memoryd\r\nAuthorization: Bearer "+f.svc+
 		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"runId\":")
 	require.NoError(t, err)
@@ -307,7 +308,7 @@ func (f *floodEnv) slowProposeBody(t *testing.T, from int, send func(c net.Conn,
 	_ = c.SetReadDeadline(start.Add(floodBody + 10*time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	require.NoError(t, err, "an answer before the connection closes")
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, _ := io.ReadAll(resp.Body)
 	after := time.Since(start)
 	// The connection is closed after the answer.

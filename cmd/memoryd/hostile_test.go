@@ -38,7 +38,7 @@ import (
 
 // Hostile input (issues #8 and #25): every case sends something hostile and
 // gets the precise answer — HTTP status (or gRPC code), ErrorInfo reason and,
-// where the README says so, the field or parameter named — and changes
+// where the docs say so (docs/api.md), the field or parameter named — and changes
 // nothing: neither the repository's refs nor the proposals (in the store and
 // as GET /proposals lists them). Answers to another agent's token never hold
 // the victim's words. The cases are grouped by threat, one subtest per
@@ -340,7 +340,7 @@ type hostileCase struct {
 	leaks []string
 	// ok checks a 2xx answer.
 	ok func(t *testing.T, raw string)
-	// writes marks a hostile request the README says is accepted,
+	// writes marks a hostile request the docs say is accepted,
 	// neutralized: the state may change, and after checks the result.
 	writes bool
 	after  func(t *testing.T)
@@ -388,7 +388,7 @@ func (e *hostileEnv) do(t *testing.T, c hostileCase) hAnswer {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, _ := io.ReadAll(resp.Body)
 	return hAnswer{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
 }
@@ -400,7 +400,7 @@ func hostileRaw(t *testing.T, addr, req string, local net.Addr) hAnswer {
 	dialer := net.Dialer{Timeout: 5 * time.Second, LocalAddr: local}
 	c, err := dialer.Dial("tcp", addr)
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	_, err = io.WriteString(c, req)
 	if err != nil {
@@ -410,7 +410,7 @@ func hostileRaw(t *testing.T, addr, req string, local net.Addr) hAnswer {
 	if err != nil {
 		return hAnswer{closed: true}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, _ := io.ReadAll(resp.Body)
 	return hAnswer{status: resp.StatusCode, header: resp.Header, raw: string(raw), closing: resp.Close}
 }

@@ -183,9 +183,16 @@ func watchLogs(t *testing.T, cmd *exec.Cmd) (<-chan process, func() string, func
 // addresses. At cleanup it sends SIGTERM and requires a clean exit.
 func startBinary(t *testing.T, dataDir string, args ...string) process {
 	t.Helper()
+	return startBinaryEnv(t, nil, dataDir, args...)
+}
+
+// startBinaryEnv is startBinary with env added to the process's
+// environment (the object store's credentials).
+func startBinaryEnv(t *testing.T, env []string, dataDir string, args ...string) process {
+	t.Helper()
 	cmd := exec.Command(memorydBin, append([]string{"--data-dir", dataDir,
 		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--search-sources-poll", "100ms"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="), extraEnv...)
+	cmd.Env = append(append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="), env...)
 	ready, dump, wait := watchLogs(t, cmd)
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
@@ -241,17 +248,12 @@ func startBinaryAllOnMinIO(t *testing.T) *deployment {
 	access, _ := blobtest.MinIOEnv("AWS_ACCESS_KEY_ID")
 	secret, _ := blobtest.MinIOEnv("AWS_SECRET_ACCESS_KEY")
 	dataDir := t.TempDir()
-	extraEnv = []string{"AWS_ACCESS_KEY_ID=" + access, "AWS_SECRET_ACCESS_KEY=" + secret}
-	p := startBinary(t, dataDir, "--target=all", "--objects-url", url)
-	extraEnv = nil
+	p := startBinaryEnv(t, []string{"AWS_ACCESS_KEY_ID=" + access, "AWS_SECRET_ACCESS_KEY=" + secret}, dataDir, "--target=all", "--objects-url", url)
 	objects, err := blob.NewS3(context.Background(), url, blobtest.MinIOEnv)
 	require.NoError(t, err)
 	return &deployment{grpcAddr: allAt(p.grpcAddr), processes: map[string][]string{p.grpcAddr: serviceNames},
 		httpAddr: p.httpAddr, dataDir: dataDir, objects: objects}
 }
-
-// extraEnv is added to the environment of the next startBinary.
-var extraEnv []string
 
 // startSplit runs the write plane and the read plane as two processes; the
 // read process serves the REST edge and reaches proposal-apply over gRPC.
@@ -376,7 +378,7 @@ func testHealth(t *testing.T, d *deployment) {
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + d.httpAddr + "/health")
 		require.NoError(t, err)
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
 		return resp.StatusCode == http.StatusOK
 	}, 30*time.Second, 20*time.Millisecond, "the process becomes ready")
@@ -460,7 +462,7 @@ func httpDo(t *testing.T, d *deployment, method, path string, body io.Reader, to
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp, raw
@@ -471,9 +473,9 @@ func httpDo(t *testing.T, d *deployment, method, path string, body io.Reader, to
 func testRESTSnapshots(t *testing.T, d *deployment) {
 	admin := token(t, d, auth.RoleAdmin)
 	body := `{"label":"pre-migration","includeRuns":false}`
-	code, e, raw := call(t, d, "POST", "/memory/garden-bloom-curator/snapshot", body, "")
+	code, _, raw := call(t, d, "POST", "/memory/garden-bloom-curator/snapshot", body, "")
 	require.Equal(t, http.StatusUnauthorized, code, raw)
-	code, e, raw = call(t, d, "POST", "/memory/garden-bloom-curator/snapshot", body, token(t, d, auth.RoleService))
+	code, e, raw := call(t, d, "POST", "/memory/garden-bloom-curator/snapshot", body, token(t, d, auth.RoleService))
 	require.Equal(t, http.StatusForbidden, code, raw)
 	require.Equal(t, "PERMISSION_DENIED", e.Details[0].Reason, raw)
 
@@ -569,7 +571,7 @@ func testOps(t *testing.T, d *deployment) {
 	resp, err := http.Get("http://" + d.httpAddr + "/metrics")
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, string(body), "rpc_server")
 	require.Contains(t, string(body), "go_goroutines")
@@ -577,7 +579,7 @@ func testOps(t *testing.T, d *deployment) {
 	resp, err = http.Get("http://" + d.httpAddr + "/status/config")
 	require.NoError(t, err)
 	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, string(body), `data-dir: "`+d.dataDir+`"`)
 }
@@ -784,10 +786,9 @@ func testRESTContext(t *testing.T, d *deployment) {
 	first := sections[0].(map[string]any)
 	require.Equal(t, "layer1", first["kind"])
 	require.Equal(t, "memory/searcher/facts.md", first["file"])
-	var kinds, files []string
+	var files []string
 	for _, s := range sections {
 		m := s.(map[string]any)
-		kinds = append(kinds, m["kind"].(string))
 		files = append(files, m["file"].(string))
 	}
 	require.Contains(t, files, "agents/searcher/sources/zebrafish-guide.md")

@@ -30,8 +30,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case "token":
 			return exitCode(app.TokenCommand(args[1:], os.LookupEnv, stdout), stderr)
 		case "version":
-			fmt.Fprintln(stdout, app.Version)
-			return 0
+			_, err := fmt.Fprintln(stdout, app.Version)
+			return exitCode(err, stderr)
 		}
 	}
 	return exitCode(serve(args, stderr), stderr)
@@ -64,7 +64,7 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	default:
-		fmt.Fprintln(stderr, "memoryd:", err)
+		_, _ = fmt.Fprintln(stderr, "memoryd:", err) // nowhere left to report a failure to
 		return 1
 	}
 }

@@ -178,7 +178,7 @@ func scrapeMetrics(t testing.TB, httpAddr string) scrape {
 	t.Helper()
 	resp, err := http.Get("http://" + httpAddr + "/metrics")
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -268,7 +268,7 @@ func startOperatorScenario(t *testing.T) *operatorScenario {
 	// A client that starts a request and never finishes its headers: cut.
 	conn, err := net.Dial("tcp", p.httpAddr)
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	_, err = conn.Write([]byte("GET /memory/ops-applied/read HTTP/1.1\r\nHost: x\r\n"))
 	require.NoError(t, err)
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))

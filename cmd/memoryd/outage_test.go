@@ -37,9 +37,8 @@ func TestObjectStoreOutage(t *testing.T) {
 	access, _ := blobtest.MinIOEnv("AWS_ACCESS_KEY_ID")
 	secret, _ := blobtest.MinIOEnv("AWS_SECRET_ACCESS_KEY")
 	dataDir := t.TempDir()
-	extraEnv = []string{"AWS_ACCESS_KEY_ID=" + access, "AWS_SECRET_ACCESS_KEY=" + secret}
-	p := startBinary(t, dataDir, "--target=all", "--objects-url", url, "--auto-approve-default")
-	extraEnv = nil
+	p := startBinaryEnv(t, []string{"AWS_ACCESS_KEY_ID=" + access, "AWS_SECRET_ACCESS_KEY=" + secret}, dataDir,
+		"--target=all", "--objects-url", url, "--auto-approve-default")
 	objects, err := blob.NewS3(context.Background(), url, blobtest.MinIOEnv)
 	require.NoError(t, err)
 
@@ -163,9 +162,7 @@ func TestStartsWithoutObjectStore(t *testing.T) {
 		}, 30*time.Second, 50*time.Millisecond, "proposal %s applied", id)
 	}
 
-	extraEnv = s3Env
-	first := startBinary(t, dataDir, "--target=all", "--objects-url", url, "--auto-approve-default")
-	extraEnv = nil
+	first := startBinaryEnv(t, s3Env, dataDir, "--target=all", "--objects-url", url, "--auto-approve-default")
 	tok = token(t, d, auth.RoleAdmin, auth.RoleService, auth.RoleReviewer)
 	ctx = metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
 	pa := memoryv1.NewProposalApplyServiceClient(dial(t, first.grpcAddr))
@@ -178,9 +175,7 @@ func TestStartsWithoutObjectStore(t *testing.T) {
 	minio.Stop()
 
 	// It starts with the object store down.
-	extraEnv = s3Env
-	p := startBinary(t, dataDir, "--target=all", "--objects-url", url, "--auto-approve-default")
-	extraEnv = nil
+	p := startBinaryEnv(t, s3Env, dataDir, "--target=all", "--objects-url", url, "--auto-approve-default")
 	d.httpAddr = p.httpAddr
 	conn := dial(t, p.grpcAddr)
 	pa = memoryv1.NewProposalApplyServiceClient(conn)
@@ -282,7 +277,7 @@ func fillDisk(t *testing.T, dir string) string {
 	path := filepath.Join(dir, "filler")
 	f, err := os.Create(path)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }() // it only has to take the space
 	chunk := make([]byte, 64<<10)
 	for {
 		if _, err := f.Write(chunk); err != nil {

@@ -32,7 +32,7 @@ func getHealth(t *testing.T, httpAddr string) (int, healthReport) {
 	t.Helper()
 	resp, err := http.Get("http://" + httpAddr + "/health")
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var rep healthReport
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
 	return resp.StatusCode, rep

@@ -213,7 +213,7 @@ func TestRESTCORS(t *testing.T) {
 		req.Header.Set("Access-Control-Request-Headers", "authorization")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp
 	}
 
@@ -240,7 +240,7 @@ func TestRESTCORS(t *testing.T) {
 	req.Header.Set("Origin", "https://admin.example")
 	got, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	got.Body.Close()
+	_ = got.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, got.StatusCode)
 	require.Equal(t, "https://admin.example", got.Header.Get("Access-Control-Allow-Origin"))
 	require.Contains(t, got.Header.Values("Vary"), "Origin")

@@ -39,7 +39,7 @@ func slowBody(addr, tok string, limit time.Duration) slowBodyResult {
 	if err != nil {
 		return slowBodyResult{err: err}
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	head := "POST /memory/propose HTTP/1.1\r\nHost: memoryd\r\nAuthorization: Bearer " + tok +
 		"\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"
 	if _, err := io.WriteString(c, head); err != nil {
@@ -94,7 +94,7 @@ func counterValue(t *testing.T, httpAddr, name, label string) int {
 	t.Helper()
 	resp, err := http.Get("http://" + httpAddr + "/metrics")
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\{[^}]*` + regexp.QuoteMeta(label) + `[^}]*\} (\d+)$`).FindStringSubmatch(string(raw))

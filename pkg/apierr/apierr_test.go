@@ -16,7 +16,7 @@ func TestWithInfo(t *testing.T) {
 		t.Fatal("nil stays nil")
 	}
 	own := New(codes.FailedPrecondition, memoryv1.ErrorReason_ERROR_REASON_INVALID_TRANSITION, "no", map[string]string{"status": "applied"})
-	if WithInfo(own) != own {
+	if WithInfo(own) != own { //nolint:errorlint // identity, not a match: the very same error comes back
 		t.Fatal("an error with its ErrorInfo is kept as it is")
 	}
 	for _, c := range []struct {

@@ -187,9 +187,7 @@ func Build(in Input) (*Plan, error) {
 	if err := evict(in, count, w, plan, date); err != nil {
 		return nil, err
 	}
-	for _, line := range evictionSummary(plan) {
-		summary = append(summary, line)
-	}
+	summary = append(summary, evictionSummary(plan)...)
 
 	// Layer 1 limits hold after every apply, whatever eviction could do.
 	counts := map[string]int{}

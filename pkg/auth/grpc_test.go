@@ -264,6 +264,6 @@ func TestServiceCredentialsEndToEnd(t *testing.T) {
 		require.True(t, c.CanAccessAgent("any-agent"))
 		require.Equal(t, ServiceTokenTTL, c.ExpiresAt.Sub(c.IssuedAt.Time))
 	}
-	require.Equal(t, t0, claims[0].IssuedAt.Time.UTC())
-	require.Equal(t, t0.Add(4*time.Minute+time.Second), claims[3].IssuedAt.Time.UTC())
+	require.Equal(t, t0, claims[0].IssuedAt.UTC())
+	require.Equal(t, t0.Add(4*time.Minute+time.Second), claims[3].IssuedAt.UTC())
 }

@@ -116,7 +116,7 @@ func readJWKSFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: jwks: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("auth: jwks: %w", err)

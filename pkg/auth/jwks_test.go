@@ -340,7 +340,7 @@ func TestVerifyJWKS(t *testing.T) {
 			}
 			require.ErrorIs(t, err, tt.wantErr)
 			require.Nil(t, c)
-			if tt.wantErr != ErrExpiredToken {
+			if !errors.Is(tt.wantErr, ErrExpiredToken) {
 				require.ErrorIs(t, err, ErrInvalidToken)
 				require.NotErrorIs(t, err, ErrExpiredToken)
 			}

@@ -38,7 +38,7 @@ func LoadSecret(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: open secret: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 
 	// Stat the open file rather than the path so the checked file is the one
 	// we read, even if the path is swapped underneath us.
@@ -135,15 +135,15 @@ func createSecret(path string) (err error) {
 	// CreateTemp already uses 0600, but be explicit: this is the property
 	// LoadSecret insists on.
 	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("auth: chmod temp secret: %w", err)
 	}
 	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("auth: write temp secret: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("auth: sync temp secret: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
@@ -185,6 +185,9 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return err
+	}
+	return d.Close()
 }

@@ -220,7 +220,7 @@ func (v *Verifier) Verify(token string) (*Claims, error) {
 		// Only call it "expired" when expiry is the sole problem: telling a
 		// client to refresh a token that is broken in other ways would just
 		// make it retry with the same broken claims.
-		if len(causes) == 1 && causes[0] == errExpired {
+		if len(causes) == 1 && errors.Is(causes[0], errExpired) {
 			return nil, &VerifyError{kind: ErrExpiredToken, detail: detail}
 		}
 		return nil, &VerifyError{kind: ErrInvalidToken, causes: causes, detail: detail}
@@ -377,7 +377,7 @@ func (e *VerifyError) Unwrap() []error {
 // public is the caller-facing text: "token expired" or "invalid token:
 // <cause>, <cause>".
 func (e *VerifyError) public() string {
-	if e.kind == ErrExpiredToken {
+	if errors.Is(e.kind, ErrExpiredToken) {
 		return "token expired"
 	}
 	if len(e.causes) == 0 {

@@ -174,7 +174,7 @@ func GetBytes(ctx context.Context, s Store, key string) ([]byte, Info, error) {
 	if err != nil {
 		return nil, Info{}, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read only
 	data, err := io.ReadAll(rc)
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("blob: read %q: %w", key, err)
@@ -193,7 +193,7 @@ func GetBytesLimit(ctx context.Context, s Store, key string, limit int64) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read only
 	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("blob: read %q: %w", key, err)
@@ -247,7 +247,7 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupportedScheme, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnsupportedScheme, err)
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "file":

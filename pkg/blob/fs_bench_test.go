@@ -28,7 +28,11 @@ func BenchmarkFSPutProposals(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
 	body := bytes.Repeat([]byte("x"), 2000)
 	var n atomic.Int64
 	b.SetParallelism(16)

@@ -17,7 +17,7 @@ func TestListReadsFreshSidecarsThroughTheirDirectory(t *testing.T) {
 	ctx := context.Background()
 	s, err := NewFS(t.TempDir())
 	require.NoError(t, err)
-	defer s.Close()
+	defer func() { require.NoError(t, s.Close()) }()
 	for i := range 6 {
 		_, err := PutBytes(ctx, s, fmt.Sprintf("agents/a%d/sources/s.md", i), []byte(fmt.Sprint("source ", i)), PutOptions{})
 		require.NoError(t, err)

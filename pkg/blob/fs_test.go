@@ -65,7 +65,7 @@ func TestFSInvalidKeysWriteNothing(t *testing.T) {
 	parent := t.TempDir()
 	s, err := blob.NewFS(filepath.Join(parent, "objects"))
 	require.NoError(t, err)
-	defer s.Close()
+	defer func() { require.NoError(t, s.Close()) }()
 
 	for _, tc := range blobtest.InvalidKeys {
 		t.Run(tc.Name, func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestNewFSCleansStaleTemps(t *testing.T) {
 
 	s, err = blob.NewFS(root)
 	require.NoError(t, err)
-	defer s.Close()
+	defer func() { require.NoError(t, s.Close()) }()
 	_, err = os.Stat(stale)
 	require.ErrorIs(t, err, fs.ErrNotExist)
 	_, err = os.Stat(fresh)
@@ -286,7 +286,7 @@ func TestOpenURL(t *testing.T) {
 			require.NoError(t, err)
 			fsStore, ok := st.(*blob.FS)
 			require.True(t, ok)
-			defer fsStore.Close()
+			defer func() { require.NoError(t, fsStore.Close()) }()
 			require.Equal(t, tc.wantDir, fsStore.Dir())
 			_, err = blob.PutBytes(ctx, st, "k", []byte("v"), blob.PutOptions{})
 			require.NoError(t, err)
@@ -299,7 +299,7 @@ func TestOpenURL(t *testing.T) {
 		t.Chdir(dir)
 		st, err := blob.Open(ctx, "rel/objects")
 		require.NoError(t, err)
-		defer st.(*blob.FS).Close()
+		defer func() { require.NoError(t, st.(*blob.FS).Close()) }()
 		require.Equal(t, filepath.Join(dir, "rel", "objects"), st.(*blob.FS).Dir())
 	})
 }

@@ -98,12 +98,12 @@ func OpenGuarded(ctx context.Context, rawURL string, opts GuardOptions) (*Guard,
 // Unwrap returns the guarded store.
 func (g *Guard) Unwrap() Store { return g.store }
 
-// Status reports whether the store is up, the failure that took it down,
-// and since when it is in that state.
-func (g *Guard) Status() (up bool, err error, since time.Time) {
+// Status reports whether the store is up, since when it is in that state,
+// and the failure that took it down.
+func (g *Guard) Status() (up bool, since time.Time, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.down == nil, g.down, g.since
+	return g.down == nil, g.since, g.down
 }
 
 // Close stops probing and closes the guarded store when it holds

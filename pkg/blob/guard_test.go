@@ -27,8 +27,8 @@ func TestGuardStartsDownFailsFastAndRecovers(t *testing.T) {
 
 	g, err := blob.OpenGuarded(ctx, url, blob.GuardOptions{ProbeEvery: 100 * time.Millisecond})
 	require.NoError(t, err, "opening does not need the server")
-	defer g.Close()
-	up, cause, _ := g.Status()
+	defer func() { require.NoError(t, g.Close()) }()
+	up, _, cause := g.Status()
 	require.False(t, up)
 	require.Error(t, cause)
 
@@ -73,7 +73,7 @@ func TestGuardCallerMistakesKeepItUp(t *testing.T) {
 	fs, err := blob.NewFS(t.TempDir())
 	require.NoError(t, err)
 	g := blob.NewGuard(ctx, fs, blob.GuardOptions{})
-	defer g.Close()
+	defer func() { require.NoError(t, g.Close()) }()
 
 	_, _, err = g.Get(ctx, "missing")
 	require.ErrorIs(t, err, blob.ErrNotFound)
@@ -85,7 +85,7 @@ func TestGuardCallerMistakesKeepItUp(t *testing.T) {
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	_, _ = g.Stat(cancelled, "k")
-	up, cause, _ := g.Status()
+	up, _, cause := g.Status()
 	require.True(t, up, "still up after: %v", cause)
 	_, _, err = g.Get(ctx, "k")
 	require.ErrorIs(t, err, blob.ErrNotFound, "nothing half-written")
@@ -123,11 +123,11 @@ func TestGuardOneFailureWithAGoodProbeStaysUp(t *testing.T) {
 	require.NoError(t, err)
 	f := &flaky{Store: fs, fail: true}
 	g := blob.NewGuard(ctx, f, blob.GuardOptions{ProbeEvery: time.Hour})
-	defer g.Close()
+	defer func() { require.NoError(t, g.Close()) }()
 	_, _, err = g.Get(ctx, "k")
 	require.ErrorIs(t, err, blob.ErrUnavailable)
 	time.Sleep(100 * time.Millisecond) // the probe runs and succeeds
-	up, cause, _ := g.Status()
+	up, _, cause := g.Status()
 	require.True(t, up, "%v", cause)
 	got, _, err := blob.GetBytes(ctx, g, "k")
 	require.NoError(t, err)

@@ -77,7 +77,8 @@ func TestInstrumentedCountsCallsAndFailures(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = s.Stat(ctx, "../bad")
 	require.ErrorIs(t, err, ErrInvalidKey)
-	for range s.List(ctx, "a/") {
+	for _, err := range s.List(ctx, "a/") {
+		require.NoError(t, err)
 	}
 	require.NoError(t, s.Delete(ctx, "a/b.txt"))
 	require.True(t, strings.HasPrefix(Location(s, "a/b.txt"), "file://"), "the folder's Location is kept")

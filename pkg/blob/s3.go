@@ -190,8 +190,12 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 		if err != nil {
 			return Info{}, err
 		}
-		defer os.Remove(f.Name())
-		defer f.Close()
+		defer func() {
+			// Best effort, in the temp dir: a Put that succeeded does not
+			// fail over its spool file.
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}()
 		if size, err = io.Copy(f, r); err != nil {
 			return Info{}, fmt.Errorf("blob: put %s: %w", key, err)
 		}

@@ -51,7 +51,7 @@ func echoServer(t *testing.T, l net.Listener) {
 				return
 			}
 			go func() {
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 				_, _ = io.Copy(c, c)
 			}()
 		}

@@ -35,7 +35,8 @@ import (
 
 // BM25 parameters: the classic defaults (Robertson's, Lucene's). On BEIR
 // SciFact they score a little above Anserini's k1=0.9, b=0.4 with our
-// analyzer (see README, "Search quality").
+// analyzer (see docs/design/0001-bluge-bm25-scoring.md, and the figures in
+// docs/quality.md).
 const (
 	BM25K1 = 1.2
 	BM25B  = 0.75
@@ -508,8 +509,11 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return err
+	}
+	return d.Close()
 }
 
 // removeStaleGenerations deletes generation directories CURRENT does not

@@ -118,7 +118,7 @@ func TestFiltersDoNotChangeRanking(t *testing.T) {
 func TestPhrases(t *testing.T) {
 	ix, err := Open(t.TempDir())
 	require.NoError(t, err)
-	defer ix.Close()
+	defer func() { require.NoError(t, ix.Close()) }()
 	require.NoError(t, ix.Apply(context.Background(), Batch{Upserts: []File{
 		file("memory/a/facts.md", "a", 1, "facts", "c", "# F\n\n## D\n- backups run nightly in zone one\n- one zone runs nightly backups\n"),
 	}}))
@@ -154,7 +154,7 @@ func TestIncrementalUpdatesAndRestart(t *testing.T) {
 	// Restart: state and per-file bookkeeping come back from the index.
 	ix, err = Open(dir)
 	require.NoError(t, err)
-	defer ix.Close()
+	defer func() { require.NoError(t, ix.Close()) }()
 	require.Equal(t, "c2", ix.State().LastCommit)
 	require.Equal(t, map[string]string{"memory/cur/facts.md": "c2", "memory/cur/decisions.md": "c1", "agents/cur/sources/guide.md": "etag1"}, ix.Files())
 	res, err = ix.Search(context.Background(), Query{Text: "tape"})
@@ -219,7 +219,7 @@ func keepUsing(ix *Index, apply bool) (stop func() int64) {
 func TestExcerptWindowAndMarks(t *testing.T) {
 	ix, err := Open(t.TempDir())
 	require.NoError(t, err)
-	defer ix.Close()
+	defer func() { require.NoError(t, ix.Close()) }()
 	long := strings.Repeat("filler words here ", 40) + "the Ключове рішення about storage " + strings.Repeat("more filler ", 40)
 	ex := ix.excerpt(long, newQueryMarks(ix.terms("storage")))
 	require.Contains(t, ex, "«storage»")
@@ -412,7 +412,7 @@ func TestPositionalChunksAreReplaced(t *testing.T) {
 	require.NoError(t, ix.Apply(ctx, Batch{Commit: "c2", Upserts: []File{next}}))
 	fresh, err := Open(t.TempDir())
 	require.NoError(t, err)
-	defer fresh.Close()
+	defer func() { require.NoError(t, fresh.Close()) }()
 	require.NoError(t, fresh.Apply(ctx, Batch{Commit: "c2", Upserts: []File{next}}))
 	require.Equal(t, storedChunks(t, fresh), storedChunks(t, ix))
 	require.Equal(t, fresh.cur.files, ix.cur.files)
@@ -424,7 +424,7 @@ func TestPositionalChunksAreReplaced(t *testing.T) {
 func TestExcerptOfPrefixesMatchesWholeText(t *testing.T) {
 	ix, err := Open(t.TempDir())
 	require.NoError(t, err)
-	defer ix.Close()
+	defer func() { require.NoError(t, ix.Close()) }()
 	words := []string{"storage", "Storage's", "stored", "filler", "words", "Ключове", "рішення", "пам`ять",
 		"don't", "v1.2", "2026-02-17", "naïve", "a\u0308b", "—", "(storage)", "run_abc123", "THE", "x",
 		"possibility", "Possibly", "relational", "happy", "HAPPIEST", "hopping", "hop", "ies", "is", "AI's", "ai",
@@ -459,7 +459,7 @@ func TestExcerptOfPrefixesMatchesWholeText(t *testing.T) {
 func TestPorterStemsKeepTheWordsStart(t *testing.T) {
 	ix, err := Open(t.TempDir())
 	require.NoError(t, err)
-	defer ix.Close()
+	defer func() { require.NoError(t, ix.Close()) }()
 	words := map[string]bool{}
 	for _, stem := range []string{"a", "ab", "sens", "poss", "relat", "organ", "hop", "happ", "conform", "agre", "debil", "rat", "y", "by"} {
 		for _, suffix := range []string{"", "s", "es", "ies", "sses", "ed", "ing", "y", "ly", "eed", "ational", "tional", "enci", "anci",

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// The query syntax of Query.Text (Search's `query`, REST `?q=`; README,
-// "Search"), kept small on purpose:
+// The query syntax of Query.Text (Search's `query`, REST `?q=`;
+// docs/search.md, "Query syntax"), kept small on purpose:
 //
 //   - "a quoted phrase" must occur in a chunk, its words in this order;
 //   - every other word is optional: a chunk matches when it holds one of

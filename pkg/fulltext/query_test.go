@@ -24,7 +24,7 @@ func TestParseQuery(t *testing.T) {
 func TestNaturalQuery(t *testing.T) {
 	ix, err := Open(t.TempDir())
 	require.NoError(t, err)
-	defer ix.Close()
+	defer func() { require.NoError(t, ix.Close()) }()
 	for _, text := range []string{`"exact phrase"`, `a "b c" d "e`, `what did "Caroline" say -- and why?`, `"""`, `AND OR NOT`, `kind:facts -x +y *`} {
 		q := NaturalQuery(text)
 		require.Empty(t, parseQuery(q).phrases, text)

@@ -190,7 +190,7 @@ type span struct{ start, end int }
 // excerptMarks returns where text's words are query terms, in order, at
 // least from the first one to 2×excerptRadius past it: all that an excerpt
 // shows. Analysing a whole chunk (up to 4,000 bytes) for a 320-byte excerpt
-// was 30 % of a search's CPU at 10,000 agents, so a long text's first
+// is mostly wasted work, paid for every hit, so a long text's first
 // 640 bytes are analysed first, and the rest only when they do not hold
 // the first match and the excerpt after it. The prefix ends before a space
 // or a newline, where a word always ends, so its words are exactly the
@@ -209,7 +209,7 @@ func (ix *Index) excerptMarks(text string, q *queryMarks) []span {
 // marksIn returns where text's words are query terms, in order (runs are
 // taken in order, and a run's tokens come in order).
 //
-// Analysing every word of every hit was 23 % of a search's CPU, and most
+// Analysing every word of every hit is paid on every search, and most
 // words are not query terms. A word never spans whitespace (UAX #29), so
 // text is analysed one whitespace-separated run at a time, each run exactly
 // as within the whole text, and a run of ASCII only where it can hold a

@@ -47,7 +47,7 @@ func (ix *Index) WriteSnapshot(ctx context.Context, w io.Writer) (State, error) 
 	if err != nil {
 		return State{}, err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // a read-only snapshot: closing only releases it
 
 	st, ok, err := readState(ctx, r)
 	if err != nil {
@@ -63,7 +63,8 @@ func (ix *Index) WriteSnapshot(ctx context.Context, w io.Writer) (State, error) 
 	if err != nil {
 		return State{}, err
 	}
-	defer os.RemoveAll(tmp)
+	// Best effort: the next Open clears a leftover (removeStaleGenerations).
+	defer func() { _ = os.RemoveAll(tmp) }()
 	cancel := make(chan struct{})
 	defer context.AfterFunc(ctx, func() { close(cancel) })()
 	if err := r.Backup(tmp, cancel); err != nil {
@@ -205,7 +206,7 @@ func writeTarGz(ctx context.Context, w io.Writer, dir string) error {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		_, err = io.CopyN(tw, f, info.Size())
 		return err
 	})
@@ -227,7 +228,7 @@ func extractTarGz(ctx context.Context, r io.Reader, dir string) error {
 	if err != nil {
 		return err
 	}
-	defer zr.Close()
+	defer func() { _ = zr.Close() }() // a reader: nothing to flush
 	if err := os.Mkdir(dir, 0o750); err != nil {
 		return err
 	}

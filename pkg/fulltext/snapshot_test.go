@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -55,7 +56,7 @@ func untarGz(t *testing.T, b []byte) []tarEntry {
 	var out []tarEntry
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return out
 		}
 		require.NoError(t, err)
@@ -131,7 +132,7 @@ func TestSnapshotRestore(t *testing.T) {
 
 	dst, err = Open(dstBase)
 	require.NoError(t, err)
-	defer dst.Close()
+	defer func() { require.NoError(t, dst.Close()) }()
 	require.Equal(t, "c3", dst.State().LastCommit)
 	require.Equal(t, 4, dst.State().Documents)
 	require.Equal(t, "c3", dst.Files()["memory/new/facts.md"])
@@ -241,7 +242,7 @@ func TestSnapshotCanceled(t *testing.T) {
 	// An index that never took a batch has nothing to restore from.
 	empty, err := Open(t.TempDir())
 	require.NoError(t, err)
-	defer empty.Close()
+	defer func() { require.NoError(t, empty.Close()) }()
 	_, err = empty.WriteSnapshot(context.Background(), io.Discard)
 	require.Error(t, err)
 }

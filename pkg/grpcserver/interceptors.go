@@ -128,7 +128,7 @@ func (s *requestIDStream) SendHeader(md metadata.MD) error {
 func (s *requestIDStream) SendMsg(m any) error {
 	if !s.headerSent {
 		s.headerSent = true
-		_ = s.ServerStream.SetHeader(s.md) // fails only if headers already went out
+		_ = s.SetHeader(s.md) // fails only if headers already went out
 	}
 	return s.ServerStream.SendMsg(m)
 }

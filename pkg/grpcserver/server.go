@@ -181,7 +181,7 @@ func New(opts Options) *Server {
 		grpc.ChainStreamInterceptor(stream...),
 		// Reused goroutines keep the stacks they grew: a new goroutine per
 		// RPC grew its stack through the interceptors and the JSON log on
-		// every call, 8 % of a cached ReadMemory's CPU. When every worker is
+		// every call, a cost the cheapest cached read paid too. When every worker is
 		// busy (long WatchCommits streams hold one each), grpc-go starts a
 		// goroutine as before.
 		grpc.NumStreamWorkers(streamWorkers()),

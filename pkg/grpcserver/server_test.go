@@ -656,7 +656,7 @@ func TestServeAfterShutdownReturnsNil(t *testing.T) {
 	srv.Shutdown(context.Background())
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer lis.Close()
+	defer func() { _ = lis.Close() }() // Serve may have closed it already
 	require.NoError(t, srv.Serve(lis))
 }
 

@@ -39,8 +39,8 @@ type ServiceStatus struct {
 type Dependency struct {
 	// Name shown in the report, e.g. "object-store".
 	Name string
-	// State says whether it is up, what took it down, and since when.
-	State func() (up bool, err error, since time.Time)
+	// State says whether it is up, since when, and what took it down.
+	State func() (up bool, since time.Time, err error)
 }
 
 // DependencyStatus is one dependency's line of the report.
@@ -104,7 +104,7 @@ func Check(ctx context.Context, src Sources, timeout time.Duration) Report {
 		}
 	}
 	for _, d := range src.Dependencies {
-		up, err, since := d.State()
+		up, since, err := d.State()
 		st := DependencyStatus{Status: healthpb.HealthCheckResponse_SERVING.String(), Since: since.UTC()}
 		if !up {
 			st.Status = "UNAVAILABLE"

@@ -68,8 +68,8 @@ func TestHandler(t *testing.T) {
 
 	// A dependency that is down is named, and the services still serve.
 	since := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	store := Dependency{Name: "object-store", State: func() (bool, error, time.Time) {
-		return false, errors.New("connection refused"), since
+	store := Dependency{Name: "object-store", State: func() (bool, time.Time, error) {
+		return false, since, errors.New("connection refused")
 	}}
 	code, rep = get([]Target{a}, store)
 	require.Equal(t, http.StatusOK, code)
@@ -85,7 +85,7 @@ func TestHandler(t *testing.T) {
 // A module that is not ready makes the process NOT_SERVING (503) and the
 // report says which one and why; once it is ready, SERVING again.
 func TestHandlerModules(t *testing.T) {
-	var indexErr error = errors.New("catching up with the repository")
+	indexErr := errors.New("catching up with the repository")
 	src := Sources{Modules: func() []ModuleState {
 		return []ModuleState{{Name: "gateway"}, {Name: "search-index", Err: indexErr}}
 	}}

@@ -93,7 +93,7 @@ func (l *Limiter) cut(kind string) { l.cuts.Add(context.Background(), 1, l.attrs
 // Listener wraps inner: at most MaxConnsPerIP open connections per client
 // address, and connections that notice when a deadline cuts them.
 func (l *Limiter) Listener(inner net.Listener) net.Listener {
-	var lis net.Listener = inner
+	lis := inner
 	if l.cfg.MaxConnsPerIP > 0 {
 		lis = connlimit.NewListener(inner, l.cfg.MaxConnsPerIP, func(net.Addr) { l.cut(KindConnLimit) })
 	}

@@ -37,7 +37,7 @@ func bodyHandler(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		http.Error(w, "bad body", http.StatusBadRequest)
 	default:
-		fmt.Fprintf(w, "read %d bytes", len(body))
+		_, _ = fmt.Fprintf(w, "read %d bytes", len(body))
 	}
 }
 

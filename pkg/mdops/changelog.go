@@ -167,7 +167,9 @@ func parseChangelog(md string) (pre []string, sections []clSection) {
 	d := newDoc(md)
 	i := 0
 	for ; i < len(d.lines); i++ {
-		if lvl, _, ok := d.heading(i); ok && lvl <= 2 && !(lvl == 1 && i == firstContent(d.lines)) {
+		lvl, _, ok := d.heading(i)
+		title := ok && lvl == 1 && i == firstContent(d.lines)
+		if ok && lvl <= 2 && !title {
 			break
 		}
 	}

@@ -102,6 +102,7 @@ func TestAddDecisionErrors(t *testing.T) {
 	d := Decision{Title: "x", Context: "see\n```go\n## not a heading\n```"}
 	out, err := AddDecision("", "a1", d, day0)
 	require.ErrorIs(t, err, ErrBadContent, "lines starting with # are refused even inside code")
+	require.Empty(t, out)
 	d.Context = "see\n```go\nfunc main() {}\n```"
 	out, err = AddDecision("", "a1", d, day0)
 	require.NoError(t, err)

@@ -106,8 +106,8 @@ func EvictFacts(md string, limit int, count func(string) int, rank func(Fact) Fa
 //
 // Evictions are mostly of an item or two, so the search gallops up from
 // k = 1 before bisecting: the same k, after two or three counts of a
-// near-limit file instead of eight (token counting for eviction was 7 % of
-// the write plane under apply load, issue #9).
+// near-limit file instead of eight (counting is on every apply's path,
+// issue #9).
 func smallestRemoval(d *doc, base, order []int, limit int, count func(string) int) (int, string) {
 	fitting := map[int]string{}
 	fits := func(k int) bool {

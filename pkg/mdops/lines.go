@@ -162,7 +162,9 @@ func fenceRegions(lines []string) (regions []int, openCloser string) {
 	for i, l := range lines {
 		indent, ch, n, rest := fenceRun(l)
 		if !in {
-			if n >= 3 && indent <= 3 && !(ch == '`' && strings.Contains(rest, "`")) {
+			// A backtick fence's info string holds no backtick.
+			inlineCode := ch == '`' && strings.Contains(rest, "`")
+			if n >= 3 && indent <= 3 && !inlineCode {
 				in, fch, flen = true, ch, n
 				id++
 				regions[i] = id

@@ -149,27 +149,24 @@ func amongUnmatched(kind []int, i, s, e int) bool {
 	if e-i > simScanWindow {
 		e = i + simScanWindow
 	}
+	// Each run stops at the first line that matches (kind 1).
 	unmatched, frequent := 0, 1
-	for r := 1; i-r >= s; r++ {
+	for r := 1; i-r >= s && kind[i-r] != 1; r++ {
 		if kind[i-r] == 0 {
 			unmatched++
-		} else if kind[i-r] == 2 {
-			frequent++
 		} else {
-			break
+			frequent++
 		}
 	}
 	if unmatched == 0 {
 		return false
 	}
 	unmatchedAfter, frequentAfter := 0, 1
-	for r := 1; i+r <= e; r++ {
+	for r := 1; i+r <= e && kind[i+r] != 1; r++ {
 		if kind[i+r] == 0 {
 			unmatchedAfter++
-		} else if kind[i+r] == 2 {
-			frequentAfter++
 		} else {
-			break
+			frequentAfter++
 		}
 	}
 	if unmatchedAfter == 0 {

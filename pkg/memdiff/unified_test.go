@@ -43,7 +43,8 @@ func gitHunks(t testing.TB, before, after *string, context int) string {
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+dir, "LC_ALL=C")
 	out, err := cmd.Output()
 	var exit *exec.ExitError
-	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+	differ := errors.As(err, &exit) && exit.ExitCode() == 1 // git diff's answer when the files differ
+	if err != nil && !differ {
 		t.Fatalf("git diff: %v", err)
 	}
 	return hunksOnly(string(out))

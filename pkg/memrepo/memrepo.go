@@ -167,7 +167,7 @@ func Open(path string) (*Repo, error) {
 
 	repo, err := git.PlainOpen(abs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNotRepository, abs, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
 	}
 	cfg, err := repo.Config()
 	if err != nil {
@@ -181,7 +181,7 @@ func Open(path string) (*Repo, error) {
 	// gitStorage).
 	repo, err = git.Open(&gitStorage{Storer: repo.Storer, objs: objs}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNotRepository, abs, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
 	}
 	r := &Repo{path: abs, repo: repo, objs: objs, trees: newTreeCache(),
 		commits: lru.New[plumbing.Hash, *object.Commit](commitCacheSize)}
@@ -314,7 +314,7 @@ func isMissingOrEmptyDir(path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("memrepo: open %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	names, err := f.Readdirnames(1)
 	if len(names) > 0 {
 		return false, nil

@@ -67,7 +67,9 @@ func (m *Mirror) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	// Empty once renamed into place; a failed clone's leftover is a hidden
+	// sibling of the mirror, cleared best effort.
+	defer func() { _ = os.RemoveAll(tmp) }()
 	dst := filepath.Join(tmp, "repo.git")
 	if err := g.run(ctx, "clone", "--quiet", "--mirror", m.url, dst); err != nil {
 		return err

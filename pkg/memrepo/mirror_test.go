@@ -53,7 +53,7 @@ func TestMirrorBearerToken(t *testing.T) {
 		// A smart-HTTP answer whose error echoes the header back: git prints
 		// it, and the mirror must cut it out.
 		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
-		fmt.Fprint(w, pktLine("# service=git-upload-pack\n")+"0000"+pktLine("ERR refused: "+r.Header.Get("Authorization")+"\n"))
+		_, _ = fmt.Fprint(w, pktLine("# service=git-upload-pack\n")+"0000"+pktLine("ERR refused: "+r.Header.Get("Authorization")+"\n"))
 	}))
 	defer srv.Close()
 

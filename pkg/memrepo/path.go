@@ -28,7 +28,7 @@ var ErrInvalidPath = errors.New("memrepo: invalid path")
 // agent could otherwise make the repository fail fsck.
 func CheckPath(p string) error {
 	if err := checkPath(p); err != nil {
-		return fmt.Errorf("%w %q: %s", ErrInvalidPath, p, err)
+		return fmt.Errorf("%w %q: %w", ErrInvalidPath, p, err)
 	}
 	return nil
 }

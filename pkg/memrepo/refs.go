@@ -338,7 +338,7 @@ func (c *headCache) load(path string) (plumbing.Hash, bool) {
 	if err != nil {
 		return plumbing.ZeroHash, false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return plumbing.ZeroHash, false

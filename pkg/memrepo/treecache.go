@@ -70,8 +70,9 @@ func (t *decodedTree) find(name string) (object.TreeEntry, bool) {
 
 // treeCacheSize bounds the decoded-tree cache (approximate bytes): the hot
 // path trees of thousands of agents (root, memory/, each agent folder) fit.
-// Decoding big trees on every path lookup was over half the CPU of a read
-// (issue #9 profile: object.(*Tree).Decode 56 %, most of the rest GC).
+// Without it every path lookup decodes the big trees on its way again
+// (memory/ has an entry per agent), and that decoding and its garbage were
+// what a read spent its CPU on (issue #9; docs/performance.md).
 const treeCacheSize = 32 << 20
 
 // commitCacheSize bounds the decoded-commit cache: every read resolves the
@@ -111,8 +112,8 @@ func (r *Repo) tree(h plumbing.Hash) (*decodedTree, error) {
 // decodeTree parses a raw tree object as object.Tree.Decode does, with one
 // allocation besides the entries: every name is a substring of one copy
 // of the object. memory/ (an entry per agent) is new in every commit, and
-// go-git's decoder, a read and a string per field, was 8 % of the write
-// plane's CPU (issue #9 profile).
+// go-git's decoder allocates a read and a string per field of every entry
+// (issue #9).
 func decodeTree(raw []byte) ([]object.TreeEntry, error) {
 	text := string(raw)
 	var entries []object.TreeEntry

@@ -63,9 +63,9 @@ func Write(w io.Writer, files map[string][]byte, modTime time.Time) error {
 func Read(r io.Reader) (map[string][]byte, error) {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	defer gz.Close()
+	defer func() { _ = gz.Close() }() // a reader: nothing to flush
 	tr := tar.NewReader(gz)
 	files := map[string][]byte{}
 	var total int64
@@ -75,7 +75,7 @@ func Read(r io.Reader) (map[string][]byte, error) {
 			return files, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		if hdr.Typeflag != tar.TypeReg {
 			return nil, fmt.Errorf("%w: %q is not a regular file", ErrInvalid, hdr.Name)
@@ -95,7 +95,7 @@ func Read(r io.Reader) (map[string][]byte, error) {
 		total += hdr.Size
 		data, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		files[hdr.Name] = data
 	}

@@ -54,8 +54,12 @@ func archive(t *testing.T, entries ...tar.Header) []byte {
 			}
 		}
 	}
-	tw.Close()
-	gz.Close()
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return buf.Bytes()
 }
 

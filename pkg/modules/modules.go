@@ -81,6 +81,10 @@ type Def struct {
 	Internal bool
 	// Always modules run in every process.
 	Always bool
+	// Last modules start after, and stop before, every other module of
+	// the process (the servers: serve once every handler is registered,
+	// drain before anything they call stops).
+	Last bool
 }
 
 // Manager is the table.
@@ -172,13 +176,17 @@ func (m *Manager) Expand(target string) ([]string, error) {
 	}
 	// Register panics on a dependency registered later, so registration
 	// order is already a dependency order; keeping it keeps ties stable.
-	var out []string
+	var out, last []string
 	for _, n := range m.order {
-		if want[n] {
+		switch {
+		case !want[n]:
+		case m.defs[n].Last:
+			last = append(last, n)
+		default:
 			out = append(out, n)
 		}
 	}
-	return out, nil
+	return append(out, last...), nil
 }
 
 // Running is the modules of one process after Init.

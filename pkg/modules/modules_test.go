@@ -39,16 +39,18 @@ func table(r *recorder, fail map[string]error) *Manager {
 	reg(Def{Name: "reader-a", Deps: []string{"repo"}, After: []string{"writer"}, In: []string{"all", "read"}})
 	reg(Def{Name: "reader-b", Deps: []string{"repo"}, In: []string{"all", "read"}})
 	reg(Def{Name: "edge", Deps: []string{"server"}, In: []string{"all", "read"}})
-	reg(Def{Name: "serve", Internal: true, Always: true, Deps: []string{"server"}, After: []string{"writer", "reader-a", "reader-b", "edge"}})
+	reg(Def{Name: "serve", Internal: true, Always: true, Last: true, Deps: []string{"server"}})
+	// Registered after serve, still started before it.
+	reg(Def{Name: "late", Deps: []string{"server"}, In: []string{"all"}})
 	return m
 }
 
 func TestCompositesAreComputedFromTheRows(t *testing.T) {
 	m := table(&recorder{}, nil)
-	require.Equal(t, []string{"writer", "reader-a", "reader-b", "edge"}, m.Composite("all"))
+	require.Equal(t, []string{"writer", "reader-a", "reader-b", "edge", "late"}, m.Composite("all"))
 	require.Equal(t, []string{"reader-a", "reader-b", "edge"}, m.Composite("read"))
 	require.Equal(t, []string{"writer"}, m.Composite("write"))
-	require.Equal(t, []string{"all", "write", "read", "writer", "reader-a", "reader-b", "edge"}, m.Targets())
+	require.Equal(t, []string{"all", "write", "read", "writer", "reader-a", "reader-b", "edge", "late"}, m.Targets())
 }
 
 func TestExpandPullsInDependenciesInOrder(t *testing.T) {
@@ -58,7 +60,8 @@ func TestExpandPullsInDependenciesInOrder(t *testing.T) {
 		"read":           {"server", "repo", "reader-a", "reader-b", "edge", "serve"},
 		"edge":           {"server", "edge", "serve"},
 		"edge, reader-b": {"server", "repo", "reader-b", "edge", "serve"},
-		"all,reader-a":   {"server", "repo", "writer", "reader-a", "reader-b", "edge", "serve"},
+		"all,reader-a":   {"server", "repo", "writer", "reader-a", "reader-b", "edge", "late", "serve"},
+		"late":           {"server", "late", "serve"},
 	} {
 		got, err := m.Expand(target)
 		require.NoError(t, err, target)

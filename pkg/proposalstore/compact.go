@@ -247,7 +247,7 @@ func readSegment(ctx context.Context, blobs blob.Store, g segment, fn func(line 
 	if err != nil {
 		return fmt.Errorf("proposalstore: read %s: %w", g.key(), err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read only
 	r := bufio.NewReaderSize(rc, 64<<10)
 	for {
 		line, err := r.ReadSlice('\n')

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 )
@@ -159,14 +160,14 @@ func openIndex(path string, logger interface{ Warn(string, ...any) }) (*index, e
 		}
 	}
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("proposalstore: index %s is held by another process", path)
 		}
 		aside := fmt.Sprintf("%s.unreadable-%d", path, time.Now().UnixNano())
 		if rerr := os.Rename(path, aside); errors.Is(rerr, os.ErrNotExist) {
 			aside = ""
 		} else if rerr != nil {
-			return nil, fmt.Errorf("proposalstore: index %s: %w (and it cannot be moved aside: %v)", path, err, rerr)
+			return nil, fmt.Errorf("proposalstore: index %s: %w (and it cannot be moved aside: %w)", path, err, rerr)
 		}
 		if aside != "" {
 			logger.Warn("proposal index not trusted: moved aside, rebuilding it from the log", "path", path, "aside", aside, "why", err)
@@ -265,8 +266,11 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return err
+	}
+	return d.Close()
 }
 
 // checkSchema fails for an index written with another layout.
@@ -560,11 +564,11 @@ func (x *index) list(agents []string, after string, keep func(listed) bool) erro
 func seekBefore(c *bolt.Cursor, after, prefix []byte) (k, v []byte) {
 	switch {
 	case len(after) > 0:
-		k, v = c.Seek(append(bytes.Clone(prefix), after...))
+		k, _ = c.Seek(append(bytes.Clone(prefix), after...))
 	case len(prefix) > 0:
 		next := bytes.Clone(prefix)
 		next[len(next)-1]++
-		k, v = c.Seek(next)
+		k, _ = c.Seek(next)
 	}
 	if k == nil {
 		k, v = c.Last()

@@ -19,8 +19,8 @@ import (
 // Writers that arrive while a segment is being written wait and go into the
 // next one together (group commit), so a busy write plane makes one durable
 // object write per batch instead of one per proposal and change: on a folder
-// store two file creations, fsyncs and renames per proposal were a sixth of
-// the write plane's CPU, and on MinIO every one is a round trip. A segment
+// store every write is file creations, fsyncs and renames, and on MinIO a
+// round trip. A segment
 // holds the batches lo..hi (a new one has lo = hi); for every proposal the
 // line of the highest batch wins. Segments are merged in the background
 // (compact.go), so there are only ever a few dozen of them.

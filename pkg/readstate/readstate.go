@@ -84,8 +84,12 @@ func (s *Shared) Publish(ctx context.Context, write func(io.Writer) (commit stri
 	if err != nil {
 		return fmt.Errorf("readstate: stage %s: %w", s.key, err)
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
+	defer func() {
+		_ = f.Close() // uploaded or abandoned: nothing left to keep
+		if err := os.Remove(f.Name()); err != nil {
+			s.logger.Warn("read state staging file not removed", "path", f.Name(), "err", err)
+		}
+	}()
 	commit, err := write(f)
 	if err != nil {
 		return fmt.Errorf("readstate: write %s: %w", s.key, err)
@@ -111,7 +115,7 @@ func (s *Shared) PublishFile(ctx context.Context, path, commit string) error {
 	if err != nil {
 		return fmt.Errorf("readstate: open %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -140,7 +144,7 @@ func (s *Shared) Load(ctx context.Context, restore func(io.Reader) (commit strin
 	if err != nil {
 		return false, fmt.Errorf("readstate: open %s: %w", s.key, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read only
 	start := s.now()
 	commit, err := restore(rc)
 	if err != nil {

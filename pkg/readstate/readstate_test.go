@@ -54,8 +54,9 @@ func TestPublishAndLoad(t *testing.T) {
 	require.Error(t, s.Publish(ctx, func(w io.Writer) (string, error) { return "c3", errors.New("disk full") }))
 	rc, err := s.Open(ctx)
 	require.NoError(t, err)
-	data, _ := io.ReadAll(rc)
-	rc.Close()
+	data, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
 	require.Equal(t, "state at c1", string(data))
 
 	// A restore that fails is reported.
@@ -64,7 +65,7 @@ func TestPublishAndLoad(t *testing.T) {
 }
 
 func TestDisabled(t *testing.T) {
-	var s *Shared = New(nil, "x", time.Minute, "", nil)
+	s := New(nil, "x", time.Minute, "", nil)
 	require.Nil(t, s)
 	require.False(t, s.Due("c1", true))
 	require.NoError(t, s.Publish(context.Background(), func(w io.Writer) (string, error) { return "c1", nil }))

@@ -173,10 +173,6 @@ func fixtureMessage(name protoreflect.Name) protoreflect.MessageDescriptor {
 	return fixture.Messages().ByName(name)
 }
 
-func fixtureEnum(name protoreflect.Name) protoreflect.EnumDescriptor {
-	return fixture.Enums().ByName(name)
-}
-
 // newItem returns an empty restjson.test.Item.
 func newItem() proto.Message {
 	return dynamicpb.NewMessage(fixtureMessage("Item"))

@@ -427,7 +427,7 @@ func TestDecoder(t *testing.T) {
 		for {
 			msg := &descriptorpb.FieldDescriptorProto{}
 			err := dec.Decode(msg)
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			require.NoError(t, err)

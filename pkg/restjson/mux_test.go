@@ -2,6 +2,7 @@ package restjson_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +35,7 @@ func newTestMux(t *testing.T) *runtime.ServeMux {
 		inbound, outbound := runtime.MarshalerForRequest(mux, r)
 		msg := &descriptorpb.FieldDescriptorProto{}
 		if decodeBody {
-			if err := inbound.NewDecoder(r.Body).Decode(msg); err != nil && err != io.EOF {
+			if err := inbound.NewDecoder(r.Body).Decode(msg); err != nil && !errors.Is(err, io.EOF) {
 				runtime.HTTPError(ctx, mux, outbound, w, r, status.Errorf(codes.InvalidArgument, "%v", err))
 				return
 			}

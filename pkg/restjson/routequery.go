@@ -1,6 +1,7 @@
 package restjson
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -304,7 +305,8 @@ func (r *Route) checkValues(f *queryField, target string, vals []string) string 
 	for _, v := range vals {
 		msg := newMessage(r.Request)
 		if err := parser.Parse(msg, url.Values{target: {v}}, none); err != nil {
-			if ee, ok := err.(*EnumValueError); ok {
+			var ee *EnumValueError
+			if errors.As(err, &ee) {
 				return fmt.Sprintf("%s is not a value of enum %s; allowed values: %s", clipQuoted(v), ee.Enum, strings.Join(ee.Allowed, ", "))
 			}
 			return fmt.Sprintf("%s is not a valid %s", clipQuoted(v), typeName(f.fd))

@@ -100,7 +100,7 @@ func TestParseLevel(t *testing.T) {
 		"":        slog.LevelInfo,
 		"debug":   slog.LevelDebug,
 		"INFO":    slog.LevelInfo,
-		" warn ":  slog.LevelWarn,
+		" warn ":  slog.LevelWarn, //nolint:gocritic // the blanks are the case: ParseLevel trims them
 		"warning": slog.LevelWarn,
 		"error":   slog.LevelError,
 		"debug-2": slog.LevelDebug - 2,

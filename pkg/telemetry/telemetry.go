@@ -121,8 +121,9 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	// complete across read and write planes or absent. Without an exporter
 	// nothing would receive this process's spans, so the traces it starts
 	// are not sampled: the spans still carry trace ids for the logs, but
-	// record nothing (recording was ~5 % of a cached read's CPU), and the
-	// services it calls do not record the rest of a trace whose root is lost.
+	// record nothing (recording would cost every call, the cheapest cached
+	// read included, for spans that are dropped), and the services it calls
+	// do not record the rest of a trace whose root is lost.
 	root := sdktrace.NeverSample()
 	if endpoint != "" {
 		root = sdktrace.AlwaysSample()

@@ -39,7 +39,7 @@ func scrape(t *testing.T, h http.Handler) string {
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/metrics")
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)

@@ -406,12 +406,12 @@ func (p *pretokenCache) count(tok string, v *fastVocab) int {
 	tags, slots := p.tags[first:][:pretokenWays], p.slots[first:][:pretokenWays]
 	free := -1
 	for i := range tags {
-		switch t := tags[i].Load(); {
-		case t == 0:
+		switch tags[i].Load() {
+		case 0:
 			if free < 0 {
 				free = i
 			}
-		case t == tag:
+		case tag:
 			if e := slots[i].Load(); e != nil && string(e.tok[:e.len]) == tok {
 				return int(e.n)
 			}

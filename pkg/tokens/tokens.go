@@ -36,8 +36,8 @@ type Counter struct {
 // is at most 12K tokens (~48 KB) an agent, so 64 MB keeps the pieces of
 // ~1,300 agents. With 16 MB, counting 1,000 agents' 35 KB documents in turn,
 // each with a line appended, found every one evicted: 0.71 ms a count, round
-// after round, against 68 µs once the 64 MB cache held them (counting was
-// 5–6 % of the write plane under apply load, issue #9).
+// after round, against 68 µs once the 64 MB cache held them (counting is
+// on the apply path, issue #9).
 const pieceCacheSize = 64 << 20
 
 // New returns a counter for encoding (e.g. "cl100k_base", "o200k_base").

@@ -241,7 +241,7 @@ func (s *Service) sources(ctx context.Context, agent string) ([]*memoryv1.Contex
 // sourceText returns the text and ETag of the listed source: from
 // sourceTexts when the listing's version is there (an ETag names a content,
 // so its text never changes), else from the object store (a round trip per
-// source on MinIO; on the folder store 9 % of the read plane in AssembleContext).
+// source on MinIO, a file open and read per source on the folder store).
 func (s *Service) sourceText(ctx context.Context, info blob.Info) (text, etag string, err error) {
 	if info.ETag != "" {
 		if text, ok := s.sourceTexts.Get(contentKey{source: info.Key, etag: info.ETag}); ok {

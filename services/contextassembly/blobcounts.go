@@ -11,8 +11,8 @@ import (
 // changes, and an entry is a few dozen bytes: it holds the counts of every
 // agent's files where the read cache holds the reads of a few thousand.
 // Without it, a read that misses the read cache (most reads, once agents
-// outnumber it) counts its files again, and counting was a quarter of such
-// a read (issue #9 profile at 10,000 agents).
+// outnumber it) tokenizes its files again, although their counts cannot
+// have changed (issue #9).
 type blobCounts struct {
 	cache *lru.Cache[contentKey, int]
 }

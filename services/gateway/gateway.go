@@ -84,7 +84,7 @@ func New(ctx context.Context, conns Conns, cfg Config, logger *slog.Logger, opts
 // incomingHeader forwards the HTTP headers grpc-gateway forwards by
 // default except Grpc-Metadata-*: a REST client must not set gRPC
 // metadata by hand — "Grpc-Metadata-Authorization" would be a second
-// token beside (or instead of) the Authorization header the README
+// token beside (or instead of) the Authorization header docs/security.md
 // documents.
 func incomingHeader(key string) (string, bool) {
 	if strings.HasPrefix(strings.ToLower(key), strings.ToLower(runtime.MetadataHeaderPrefix)) {

@@ -108,7 +108,7 @@ func (h *harness) do(t *testing.T, method, target string, body io.Reader, header
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	r := response{status: resp.StatusCode, header: resp.Header, raw: string(raw)}

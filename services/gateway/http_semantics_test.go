@@ -132,7 +132,7 @@ func TestCORSPreflightUnknownPath(t *testing.T) {
 		req.Header.Set("Access-Control-Request-Method", method)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp
 	}
 	resp := preflight("/no/such/path", "GET")

@@ -43,7 +43,7 @@ func edgeRequests(t *testing.T, r *sdkmetric.ManualReader) (map[string]uint64, i
 					code, _ := p.Attributes.Value("http.response.status_code")
 					scheme, _ := p.Attributes.Value("url.scheme")
 					require.Equal(t, "http", scheme.AsString())
-					counts[method.AsString()+" "+route.AsString()+" "+code.Emit()] += p.Count
+					counts[method.AsString()+" "+route.AsString()+" "+code.String()] += p.Count
 				}
 			case "http.server.active_requests":
 				for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {

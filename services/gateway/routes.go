@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -164,8 +165,8 @@ func quoteClipped(s string) string {
 }
 
 func queryError(err error) error {
-	qe, ok := err.(*restjson.QueryParamError)
-	if !ok {
+	var qe *restjson.QueryParamError
+	if !errors.As(err, &qe) {
 		return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, err.Error(), nil)
 	}
 	// The names come from the caller: clipped, like every caller's value.

@@ -96,16 +96,6 @@ func (m memState) inFile() []string {
 	return ids
 }
 
-func (m memState) openLoops() int {
-	n := 0
-	for _, l := range m.loops {
-		if l.state == loopOpen {
-			n++
-		}
-	}
-	return n
-}
-
 type savedSnapshot struct {
 	id          string
 	state       memState
@@ -178,7 +168,6 @@ var (
 	factTagRe     = regexp.MustCompile(`\bF[0-9]{6}\b`)
 	loopTagRe     = regexp.MustCompile(`\bL[0-9]{6}\b`)
 	decisionTagRe = regexp.MustCompile(`\bD[0-9]{6}\b`)
-	snapTagRe     = regexp.MustCompile(`\bS[0-9]{6}\b`)
 	loopLineRe    = regexp.MustCompile(`^[-*+] \[([ xX])\] (.*)$`)
 	loopIDRe      = regexp.MustCompile(`^(loop_[0-9]+): `)
 )

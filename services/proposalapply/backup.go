@@ -35,7 +35,11 @@ func (s *Service) backup(ctx context.Context) (*memoryv1.CreateBackupResponse, e
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			s.logger.Warn("git backup scratch directory not removed", "dir", dir, "err", err)
+		}
+	}()
 	file := filepath.Join(dir, "memory.bundle")
 	cmd := exec.CommandContext(ctx, "git", "--git-dir", s.repo.Path(), "bundle", "create", "--quiet", file, "refs/heads/main")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -29,8 +29,8 @@ const guardTimeout = 2 * time.Second
 // graph, so it runs here on head. entity-graph is asked only what needs the
 // graph (entity refs it does not know, removals of facts other agents refer
 // to), and only when the proposal has such parts: asking it about every
-// proposal cost a round trip and a read of facts.md on the read plane, 10 %
-// of its CPU under apply load (issue #9). If entity-graph cannot answer, the
+// proposal cost a round trip and a read of facts.md on the read plane, CPU
+// taken from reads under apply load (issue #9). If entity-graph cannot answer, the
 // proposal goes on without its findings (logged): the read plane never
 // blocks writes.
 func (s *Service) guardFlags(ctx context.Context, p *memoryv1.Proposal, head plumbing.Hash) ([]string, error) {

@@ -3,6 +3,7 @@ package proposalapply
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -81,9 +82,10 @@ func (s *Service) onboard(ctx context.Context, o onboarding) (*memoryv1.Proposal
 	}
 	p := s.newProposal(o.agent, o.runID, o.by)
 	p.Reasoning, p.IdempotencyKey = o.reasoning, o.idempotencyKey
-	p.Updates = append(o.updates,
-		&memoryv1.FileUpdate{File: memlayout.FactsFile, Operation: memoryv1.Operation_OPERATION_RESTORE, Content: "# Facts: " + o.agent + "\n"},
-		&memoryv1.FileUpdate{File: memlayout.OpenLoopsFile, Operation: memoryv1.Operation_OPERATION_RESTORE, Content: "# Open Loops: " + o.agent + "\n"})
+	// A new slice: o.updates is the caller's.
+	p.Updates = slices.Concat(o.updates, []*memoryv1.FileUpdate{
+		{File: memlayout.FactsFile, Operation: memoryv1.Operation_OPERATION_RESTORE, Content: "# Facts: " + o.agent + "\n"},
+		{File: memlayout.OpenLoopsFile, Operation: memoryv1.Operation_OPERATION_RESTORE, Content: "# Open Loops: " + o.agent + "\n"}})
 	p.Flags = reviewFlags(p.Updates)
 	rec, err := s.submit(ctx, p, head, meta, policy)
 	if err != nil {

@@ -2,6 +2,7 @@ package proposalapply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/commitfeed"
 	"github.com/garden-bloom/memory/pkg/history"
 	"github.com/garden-bloom/memory/pkg/memrepo"
+	"github.com/garden-bloom/memory/pkg/revision"
 )
 
 // subscriberBuffer is how many commits a slow subscriber may lag before it
@@ -166,12 +168,15 @@ func (h *hub) subscribe(ctx context.Context, fromSHA, agentID string) (*subscrib
 	}
 	var replay []*memoryv1.CommitInfo
 	if fromSHA != "" {
-		from, err := h.repo.ResolveRevision(ctx, fromSHA)
-		if err != nil {
-			return nil, nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
+		from, err := revision.Commit(ctx, h.repo, fromSHA)
+		if errors.Is(err, revision.ErrNotFound) {
+			return nil, nil, apierr.NotFound(memoryv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND,
 				fmt.Sprintf("from_sha %q is not a commit of main", fromSHA), map[string]string{"from_sha": fromSHA})
 		}
-		all, err := history.After(ctx, h.repo, h.last, from, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		all, err := history.After(ctx, h.repo, h.last, from.Hash, 0)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -77,7 +77,7 @@ func (s *Service) searchAt(ctx context.Context, repo *memrepo.Repo, commit plumb
 	if err != nil {
 		return nil, err
 	}
-	defer ix.Close()
+	defer func() { _ = ix.Close() }() // in memory: nothing to lose
 	if err := ix.Apply(ctx, fulltext.Batch{Upserts: files, Commit: commit.String()}); err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 )
 
-// Search's query keeps its syntax (README, "Search"): a quoted phrase must
+// Search's query keeps its syntax (docs/search.md, "Query syntax"): a quoted phrase must
 // match as a phrase, while context assembly's hints are plain words
 // (services/contextassembly, TestQueryHintIsNaturalLanguage).
 func TestSearchQuotedPhraseIsRequired(t *testing.T) {

@@ -187,8 +187,8 @@ func (s *Service) follow(ctx context.Context) {
 			}
 			// Commits arriving meanwhile wait for one batch: each batch
 			// is a new index segment, persisted and later merged, and
-			// one per commit at hundreds of commits a second was most
-			// of the index's CPU. A lone commit is not delayed.
+			// one per commit at hundreds of commits a second would keep
+			// the index busy with segments. A lone commit is not delayed.
 			return catchUpGap(s.wake.Pending())
 		},
 	})
@@ -222,8 +222,8 @@ func (s *Service) followSources(ctx context.Context, next time.Duration) {
 // while commits come now and then, so they are searchable at once, and
 // longer when more arrived while it ran (apply load), so that batches
 // grow and the index writes and merges fewer segments. At 200 commits/s
-// a 20 ms gap made a segment of ~4 commits, and the index's segments,
-// persisting and merging were a third of the read plane's CPU.
+// a 20 ms gap made a segment of ~4 commits, and persisting and merging so
+// many segments took CPU from the reads.
 func catchUpGap(busy bool) time.Duration {
 	if busy {
 		return catchUpBusyGap
@@ -290,9 +290,8 @@ func (s *Service) catchUpToHead(ctx context.Context) error {
 
 // sourcesCostFactor: after a listing that found nothing to index, the next
 // one waits at least this many times as long as it took. Listing every
-// source costs a stat and a sidecar read per object, about a second at
-// 10,000 agents (20,000 sources), which every 10 s was a tenth of a core
-// taken from reads; this keeps it under 1/(sourcesCostFactor+1) of one. The
+// source costs a stat and a sidecar read per object, CPU taken from reads;
+// waiting in proportion keeps it under 1/(sourcesCostFactor+1) of a core. The
 // wait is at most sourcesPollMaxFactor polls, so a new source is never
 // unsearchable for long.
 const (

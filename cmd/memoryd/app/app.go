@@ -199,7 +199,7 @@ func (a *App) serveConfig(w http.ResponseWriter, _ *http.Request) {
 	})
 	sort.Strings(lines)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	fmt.Fprintln(w, strings.Join(lines, "\n"))
+	_, _ = fmt.Fprintln(w, strings.Join(lines, "\n")) // the status is sent: a failed write has no one to tell
 }
 
 // GRPCAddr is the bound gRPC address ("" when the process serves no gRPC).

@@ -12,8 +12,8 @@ import (
 
 // The process's own metrics, of what the App owns rather than a service:
 // the caches of the repository handles and of verified tokens, and the
-// mirror's failed fetches. The services export theirs (see README
-// "Operations: metrics").
+// mirror's failed fetches. The services export theirs (see
+// docs/operations.md, "Metrics").
 
 // instrument registers the caches' figures (memory.cache.*); the
 // registration lives as long as the process's meter provider.

@@ -77,8 +77,7 @@ func (a *App) table() *modules.Manager {
 	// The read replicas also serve the REST edge: it holds no credentials
 	// and scales with them.
 	m.Register(modules.Def{Name: string(ModuleGateway), Init: a.initGateway, In: []string{"all", "read"}, Deps: []string{modServer}})
-	m.Register(modules.Def{Name: modServe, Init: a.initServe, Internal: true, Always: true, Deps: []string{modServer},
-		After: []string{string(ModuleProposalApply), string(ModuleEntityGraph), string(ModuleSearchIndex), string(ModuleContextAssembly), string(ModuleGateway)}})
+	m.Register(modules.Def{Name: modServe, Init: a.initServe, Internal: true, Always: true, Last: true, Deps: []string{modServer}})
 	return m
 }
 

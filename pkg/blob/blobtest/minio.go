@@ -44,7 +44,7 @@ func freePort(t testing.TB) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer lis.Close()
+	defer func() { _ = lis.Close() }() // only its port was wanted
 	return lis.Addr().String()
 }
 
@@ -84,7 +84,7 @@ func (m *MinIO) Start() error {
 	for time.Now().Before(deadline) {
 		resp, err := http.Get("http://" + m.Addr + "/minio/health/ready")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}

@@ -108,7 +108,7 @@ func copyFile(from, to string) error {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // read only
 	fi, err := in.Stat()
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package benchharness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -150,8 +151,7 @@ func (h *harness) deploy(ctx context.Context, kind, dataset string, m *Manifest,
 		r, err := start("read", append(common, "--target=read", "--grpc-addr", addrs[2],
 			"--http-addr", addrs[3], "--proposal-apply-addr", addrs[0]))
 		if err != nil {
-			d.stop()
-			return nil, err
+			return nil, errors.Join(err, d.stop())
 		}
 		d.procs, d.read = append(d.procs, r), r
 	default:
@@ -160,15 +160,13 @@ func (h *harness) deploy(ctx context.Context, kind, dataset string, m *Manifest,
 	d.guard(ctx)
 	dialRead, err := grpc.NewClient(d.read.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		d.stop()
-		return nil, err
+		return nil, errors.Join(err, d.stop())
 	}
 	d.conns = append(d.conns, dialRead)
 	dialWrite := dialRead
 	if d.write != d.read {
 		if dialWrite, err = grpc.NewClient(d.write.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
-			d.stop()
-			return nil, err
+			return nil, errors.Join(err, d.stop())
 		}
 		d.conns = append(d.conns, dialWrite)
 	}

@@ -123,7 +123,9 @@ func Generate(ctx context.Context, cfg GenConfig, dir string, logf func(string, 
 	if g.pw, err = newPackWriter(repoPath); err != nil {
 		return nil, err
 	}
-	defer os.Remove(g.pw.f.Name()) // gone once renamed into place
+	// Fails (gone) once renamed into place; otherwise a best-effort cleanup
+	// of a partial pack.
+	defer func() { _ = os.Remove(g.pw.f.Name()) }()
 	if err := g.write(ctx, logf); err != nil {
 		_ = g.pw.f.Close()
 		return nil, err
@@ -546,8 +548,8 @@ func (g *generator) writeAllSources(ctx context.Context) error {
 // writeSources writes agent i's sources as the folder object store keeps
 // them (objects/data/<key>), then has the store record their ETags as it
 // does for every object put through it: otherwise memoryd's first listing
-// would hash all of them (a tenth of the first start's CPU at N=10,000),
-// which a deployment whose sources came in through the store never does.
+// would hash all of them, CPU a deployment whose sources came in through
+// the store never spends, and the first start's figures would show it.
 // Files and sidecars are written without fsync; the data set is a cache.
 func (g *generator) writeSources(ctx context.Context, store *blob.FS, i int, est *estimator) error {
 	// A writer of its own: sources do not depend on the history.

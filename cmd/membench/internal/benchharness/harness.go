@@ -4,7 +4,7 @@
 // it — all-in-one and split into write and read planes — and drives load
 // over gRPC and REST: latency percentiles, throughput, CPU and RSS per
 // process, cold start, commit → visible lags, a no-op gRPC floor for every
-// read, and the key figures at other N and M. See README.md "Benchmarks".
+// read, and the key figures at other N and M. See docs/performance.md.
 package benchharness
 
 import (
@@ -131,7 +131,7 @@ type harness struct {
 }
 
 func (h *harness) logf(format string, args ...any) {
-	fmt.Fprintf(h.opts.Log, "membench perf %6.1fs  %s\n", time.Since(h.start).Seconds(), fmt.Sprintf(format, args...))
+	_, _ = fmt.Fprintf(h.opts.Log, "membench perf %6.1fs  %s\n", time.Since(h.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // Run runs the benchmark and returns (and, with Out, writes) its report.
@@ -159,7 +159,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		h.work = dir
 		if !opts.Keep {
-			defer os.RemoveAll(dir)
+			defer func() {
+				if err := os.RemoveAll(dir); err != nil {
+					h.logf("work directory not removed: %v", err)
+				}
+			}()
 		}
 	}
 	if err := os.MkdirAll(h.work, 0o755); err != nil {

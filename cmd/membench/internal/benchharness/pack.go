@@ -101,8 +101,9 @@ func (e *encoder) compress(b []byte) []byte {
 		zw = e.stored
 	}
 	zw.Reset(&e.zbuf)
-	zw.Write(b)
-	zw.Close()
+	// Into a bytes.Buffer: neither can fail.
+	_, _ = zw.Write(b)
+	_ = zw.Close()
 	return bytes.Clone(e.zbuf.Bytes())
 }
 
@@ -311,7 +312,7 @@ type treeEntry struct {
 
 // encodeTree renders entries (any order) as a git tree object.
 func encodeTree(entries []treeEntry) []byte {
-	slices.SortFunc(entries, func(a, b treeEntry) int { return compareTreeNames(a, b) })
+	slices.SortFunc(entries, compareTreeNames)
 	var b []byte
 	for _, e := range entries {
 		if e.dir {

@@ -22,7 +22,7 @@ func BuildMemoryd(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "memoryd")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/garden-bloom/memory/cmd/memoryd")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build memoryd: %v\n%s", err, out)
+		return "", fmt.Errorf("go build memoryd: %w\n%s", err, out)
 	}
 	return bin, nil
 }
@@ -165,7 +165,7 @@ func (p *process) alive() error {
 		if killed != "" {
 			return fmt.Errorf("memoryd %s: %s", p.name, killed)
 		}
-		return fmt.Errorf("memoryd %s exited: %v; log tail:\n%s", p.name, err, p.logTail(20))
+		return fmt.Errorf("memoryd %s exited: %w; log tail:\n%s", p.name, err, p.logTail(20))
 	default:
 		return nil
 	}
@@ -226,7 +226,7 @@ func (p *process) sample() (procSample, error) {
 	if err != nil {
 		return s, err
 	}
-	defer status.Close()
+	defer func() { _ = status.Close() }() // read only
 	sc := bufio.NewScanner(status)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")

@@ -87,7 +87,7 @@ func fetchProfile(ctx context.Context, addr, token, query, path string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
@@ -99,7 +99,7 @@ func fetchProfile(ctx context.Context, addr, token, query, path string) error {
 		return err
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
+		_ = f.Close() // the copy's error is the one to report
 		return err
 	}
 	return f.Close()

@@ -217,7 +217,9 @@ func (r *Report) write(dir string, stdout io.Writer) error {
 // writeReport prints md to stdout and, when dir is set, saves md and v as
 // JSON in dir as <latest>.{json,md} and <dated><yyyymmdd-hhmmss>.{json,md}.
 func writeReport(dir string, stdout io.Writer, latest, dated string, started time.Time, md string, v any) error {
-	fmt.Fprint(stdout, md)
+	if _, err := io.WriteString(stdout, md); err != nil {
+		return err
+	}
 	if dir == "" {
 		return nil
 	}

@@ -125,7 +125,7 @@ func (w *workload) restOp(t readTarget, name string) op {
 		if err != nil {
 			return 0, err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		n, err := io.Copy(io.Discard, resp.Body)
 		if err == nil && resp.StatusCode != http.StatusOK {
 			err = fmt.Errorf("GET %s: %s", path, resp.Status)

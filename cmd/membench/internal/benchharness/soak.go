@@ -179,7 +179,7 @@ func (a *soakAgent) diffBase() string {
 }
 
 func (s *soak) logf(format string, args ...any) {
-	fmt.Fprintf(s.o.Log, "membench soak %7.1fs  %s\n", time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))
+	_, _ = fmt.Fprintf(s.o.Log, "membench soak %7.1fs  %s\n", time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // RunSoak runs the soak and returns (and, with Out, writes) its report;
@@ -198,7 +198,11 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 		}
 		work = dir
 		if !o.Keep {
-			defer os.RemoveAll(dir)
+			defer func() {
+				if err := os.RemoveAll(dir); err != nil {
+					s.logf("work directory not removed: %v", err)
+				}
+			}()
 		}
 	}
 	if err := os.MkdirAll(work, 0o755); err != nil {
@@ -260,7 +264,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	p := d.procs[0]
 	stopErr := d.stop()
 	if stopErr == nil && p.exitErr != nil {
-		stopErr = fmt.Errorf("memoryd exited with %v after SIGTERM; log tail:\n%s", p.exitErr, p.logTail(10))
+		stopErr = fmt.Errorf("memoryd exited with %w after SIGTERM; log tail:\n%s", p.exitErr, p.logTail(10))
 	}
 	d.procs = nil
 	if !o.Keep {
@@ -565,7 +569,7 @@ func heapAfterGC(ctx context.Context, c *http.Client, addr, token string) (heapS
 	if err != nil {
 		return hs, err
 	}
-	defer body.Close()
+	defer func() { _ = body.Close() }()
 	found := 0
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
@@ -621,7 +625,7 @@ func scrapeMetrics(ctx context.Context, c *http.Client, addr string) (metrics, e
 	if err != nil {
 		return m, err
 	}
-	defer body.Close()
+	defer func() { _ = body.Close() }()
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {

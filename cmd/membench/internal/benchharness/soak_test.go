@@ -126,9 +126,9 @@ func TestHeapAfterGCAndMetrics(t *testing.T) {
 				return
 			}
 			gc.Store(r.URL.Query().Get("gc") == "1" && r.URL.Query().Get("debug") == "1")
-			fmt.Fprint(w, "heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 1\n# HeapAlloc = 41943040\n# HeapInuse = 50331648\n")
+			_, _ = fmt.Fprint(w, "heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 1\n# HeapAlloc = 41943040\n# HeapInuse = 50331648\n")
 		case "/metrics":
-			fmt.Fprint(w, "# HELP go_goroutines x\ngo_goroutines 87\ngo_threads 15\ngo_info{version=\"go1\"} 1\n"+
+			_, _ = fmt.Fprint(w, "# HELP go_goroutines x\ngo_goroutines 87\ngo_threads 15\ngo_info{version=\"go1\"} 1\n"+
 				`memory_cache_size_bytes{cache="git.trees",otel_scope_name="x"} 1.048576e+06`+"\n"+
 				`memory_cache_size_bytes{cache="a.b",otel_scope_name="x"} 2048`+"\n")
 		}

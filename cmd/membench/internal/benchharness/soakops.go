@@ -454,7 +454,7 @@ func (s *soak) restJSON(ctx context.Context, path string, v any) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, b)

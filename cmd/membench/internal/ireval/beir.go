@@ -190,7 +190,7 @@ func scanLines(path string, fn func(n int, line string) error) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	return scanReader(path, f, fn)
 }
 

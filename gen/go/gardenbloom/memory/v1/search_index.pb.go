@@ -26,8 +26,8 @@ const (
 
 type SearchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The query, in the syntax the README's Search section lists ("…" is a
-	// required phrase). REST: `?q=`.
+	// The query, in the syntax docs/search.md ("Query syntax") lists ("…" is
+	// a required phrase). REST: `?q=`.
 	Query string `protobuf:"bytes,1,opt,name=query,json=q,proto3" json:"query,omitempty"`
 	// Default 10, at most 100.
 	TopK int32 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
