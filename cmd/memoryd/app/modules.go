@@ -51,33 +51,28 @@ const (
 // writing its init function and adding its row here. Rows come in
 // dependency order (Register refuses a dependency it does not know yet).
 func (a *App) table() *modules.Manager {
+	read, write := []string{"all", "read"}, []string{"all", "write"}
 	m := modules.New()
-	internal := func(name string, init func(context.Context) (modules.Module, error), deps ...string) {
-		m.Register(modules.Def{Name: name, Init: init, Deps: deps, Internal: true})
+	for _, d := range []modules.Def{
+		{Name: modTelemetry, Init: a.initTelemetry, Internal: true, Always: true},
+		{Name: modAuth, Init: a.initAuth, Internal: true, Always: true, Deps: []string{modTelemetry}},
+		{Name: modObjectStore, Init: a.initObjectStore, Internal: true, Always: true, Deps: []string{modTelemetry}},
+		{Name: modServer, Init: a.initServer, Internal: true, Always: true, Deps: []string{modAuth}},
+		{Name: modWriteRepo, Init: a.initWriteRepo, Internal: true, Deps: []string{modTelemetry}},
+		{Name: string(ModuleProposalApply), Init: a.initProposalApply, In: write, Deps: []string{modServer, modWriteRepo, modObjectStore}},
+		// The read services share the writer's repository handle when
+		// both run here, so the read repository comes after the writer's.
+		{Name: modReadRepo, Init: a.initReadRepo, Internal: true, Deps: []string{modServer}, After: []string{modWriteRepo}},
+		{Name: string(ModuleEntityGraph), Init: a.initEntityGraph, In: read, Deps: []string{modServer, modReadRepo, modObjectStore}},
+		{Name: string(ModuleSearchIndex), Init: a.initSearchIndex, In: read, Deps: []string{modServer, modReadRepo, modObjectStore}},
+		{Name: string(ModuleContextAssembly), Init: a.initContextAssembly, In: read, Deps: []string{modServer, modReadRepo, modObjectStore}},
+		// The read replicas also serve the REST edge: it holds no
+		// credentials and scales with them.
+		{Name: string(ModuleGateway), Init: a.initGateway, In: read, Deps: []string{modServer}},
+		{Name: modServe, Init: a.initServe, Internal: true, Always: true, Last: true, Deps: []string{modServer}},
+	} {
+		m.Register(d)
 	}
-	always := func(name string, init func(context.Context) (modules.Module, error), deps ...string) {
-		m.Register(modules.Def{Name: name, Init: init, Deps: deps, Internal: true, Always: true})
-	}
-	always(modTelemetry, a.initTelemetry)
-	always(modAuth, a.initAuth, modTelemetry)
-	always(modObjectStore, a.initObjectStore, modTelemetry)
-	always(modServer, a.initServer, modAuth)
-	internal(modWriteRepo, a.initWriteRepo, modTelemetry)
-	m.Register(modules.Def{Name: string(ModuleProposalApply), Init: a.initProposalApply, In: []string{"all", "write"},
-		Deps: []string{modServer, modWriteRepo, modObjectStore}})
-	// The read services share the writer's repository handle when both
-	// run here, so the read repository comes after the writer's.
-	m.Register(modules.Def{Name: modReadRepo, Init: a.initReadRepo, Internal: true, Deps: []string{modServer}, After: []string{modWriteRepo}})
-	read := func(mod Module, init func(context.Context) (modules.Module, error)) {
-		m.Register(modules.Def{Name: string(mod), Init: init, In: []string{"all", "read"}, Deps: []string{modServer, modReadRepo, modObjectStore}})
-	}
-	read(ModuleEntityGraph, a.initEntityGraph)
-	read(ModuleSearchIndex, a.initSearchIndex)
-	read(ModuleContextAssembly, a.initContextAssembly)
-	// The read replicas also serve the REST edge: it holds no credentials
-	// and scales with them.
-	m.Register(modules.Def{Name: string(ModuleGateway), Init: a.initGateway, In: []string{"all", "read"}, Deps: []string{modServer}})
-	m.Register(modules.Def{Name: modServe, Init: a.initServe, Internal: true, Always: true, Last: true, Deps: []string{modServer}})
 	return m
 }
 
