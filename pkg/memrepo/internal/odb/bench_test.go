@@ -27,7 +27,7 @@ func BenchmarkEncodeEntry(b *testing.B) {
 	facts := &plumbing.MemoryObject{}
 	facts.SetType(plumbing.BlobObject)
 	for i := range 260 {
-		fmt.Fprintf(facts, "- The service-%d release depends on the schema-%d migration since 2025-12-%02d\n", i, i*7%97, i%28+1)
+		_, _ = fmt.Fprintf(facts, "- The service-%d release depends on the schema-%d migration since 2025-12-%02d\n", i, i*7%97, i%28+1) // into memory: cannot fail
 	}
 	for _, o := range []struct {
 		name string

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
 // Every WriteNew adds a pack, and every lookup that misses the cache probes
@@ -93,8 +92,7 @@ func (s *Store) mergeCandidates() ([]mergeable, error) {
 		if err != nil || fi.Size() > compactMaxPackBytes {
 			continue // gone (repacked meanwhile) or too big
 		}
-		n, _ := p.idx.Count()
-		out = append(out, mergeable{packIndex: p, objects: n, size: fi.Size()})
+		out = append(out, mergeable{packIndex: p, objects: p.idx.Count(), size: fi.Size()})
 	}
 	return out, nil
 }
@@ -132,10 +130,17 @@ var errOffsetDelta = errors.New("pack has offset delta entries")
 // merge copies the entries of packs into one new pack (each object once),
 // publishes it and only then deletes the old packs.
 func (s *Store) merge(packs []mergeable) error {
+	entries := make([][]idxEntry, len(packs))
 	seen := map[plumbing.Hash]bool{}
-	for _, p := range packs {
-		for _, e := range packEntries(p.idx) {
-			seen[e.Hash] = true
+	for i, p := range packs {
+		es, err := p.idx.entriesByOffset()
+		if err != nil {
+			s.unmergeable[p.name] = true
+			return fmt.Errorf("memrepo: merge %s: %w", p.name, err)
+		}
+		entries[i] = es
+		for _, e := range es {
+			seen[e.hash] = true
 		}
 	}
 	pw, err := newPackWriter(s.packDir(), len(seen))
@@ -144,8 +149,8 @@ func (s *Store) merge(packs []mergeable) error {
 	}
 	defer pw.abort()
 	clear(seen) // now: objects already copied
-	for _, p := range packs {
-		err := s.copyEntries(pw, p, seen)
+	for i, p := range packs {
+		err := s.copyEntries(pw, p, entries[i], seen)
 		if errors.Is(err, errOffsetDelta) {
 			s.unmergeable[p.name] = true
 			return nil // try again without it next time
@@ -210,41 +215,25 @@ func (s *Store) deleteRetired(now time.Time) error {
 	return err
 }
 
-// packEntries returns the index entries of a pack in pack order.
-func packEntries(idx *idxfile.MemoryIndex) []*idxfile.Entry {
-	it, err := idx.EntriesByOffset()
-	if err != nil {
-		return nil
-	}
-	var out []*idxfile.Entry
-	for {
-		e, err := it.Next()
-		if err != nil {
-			return out
-		}
-		out = append(out, e)
-	}
-}
-
-// copyEntries appends the entries of p whose objects are not in done yet to
-// pw, byte for byte, checking each against the CRC-32 in p's index.
-func (s *Store) copyEntries(pw *packWriter, p mergeable, done map[plumbing.Hash]bool) error {
+// copyEntries appends the entries of p (in pack order) whose objects are
+// not in done yet to pw, byte for byte, checking each against the CRC-32
+// in p's index.
+func (s *Store) copyEntries(pw *packWriter, p mergeable, entries []idxEntry, done map[plumbing.Hash]bool) error {
 	f, err := os.Open(filepath.Join(s.packDir(), p.name+".pack"))
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	r := bufio.NewReaderSize(f, 64<<10)
-	entries := packEntries(p.idx)
 	pos := int64(0)
 	for i, e := range entries {
 		end := p.size - 20 // the SHA-1 trailer
 		if i+1 < len(entries) {
-			end = int64(entries[i+1].Offset)
+			end = entries[i+1].offset
 		}
-		off := int64(e.Offset)
+		off := e.offset
 		if off < 12 || end <= off || off < pos {
-			return fmt.Errorf("entry %s at %d does not fit the pack", e.Hash, off)
+			return fmt.Errorf("entry %s at %d does not fit the pack", e.hash, off)
 		}
 		if _, err := r.Discard(int(off - pos)); err != nil {
 			return err
@@ -254,19 +243,19 @@ func (s *Store) copyEntries(pw *packWriter, p mergeable, done map[plumbing.Hash]
 			return err
 		}
 		pos = end
-		if crc32.ChecksumIEEE(entry) != e.CRC32 {
-			return fmt.Errorf("entry %s: CRC-32 mismatch (corrupt pack)", e.Hash)
+		if crc32.ChecksumIEEE(entry) != e.crc {
+			return fmt.Errorf("entry %s: CRC-32 mismatch (corrupt pack)", e.hash)
 		}
 		// A REF_DELTA's base is in the same pack (packs on disk are
 		// self-contained), so it is copied too, or was already.
 		if t := entryType(entry); t != entryRefDelta && (t < plumbing.CommitObject || t > plumbing.TagObject) {
 			return errOffsetDelta
 		}
-		if done[e.Hash] {
+		if done[e.hash] {
 			continue
 		}
-		done[e.Hash] = true
-		if err := pw.add(e.Hash, entry, e.CRC32); err != nil {
+		done[e.hash] = true
+		if err := pw.add(e.hash, entry, e.crc); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,7 @@ func CopyContent(o plumbing.EncodedObject) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rd.Close()
+	defer func() { _ = rd.Close() }() // read only
 	buf := make([]byte, o.Size())
 	if _, err := io.ReadFull(rd, buf); err != nil {
 		return nil, err

@@ -11,7 +11,6 @@
 package odb
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -21,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +27,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/klauspost/compress/zlib"
@@ -48,7 +45,7 @@ import (
 //   - go-git's lazy index loading mutates shared maps without a lock, so one
 //     go-git Repository is not safe for concurrent readers. Here the pack
 //     list is guarded by a mutex and everything else is immutable or
-//     goroutine-safe (idxfile.MemoryIndex, cache.ObjectLRU).
+//     goroutine-safe (the mapped pack indexes of idx.go, cache.ObjectLRU).
 //   - go-git's object writers never fsync, so an object could be lost or
 //     truncated by a power failure after the ref already points at it.
 //     WriteNew (pack.go) follows git's own durable write protocol instead.
@@ -77,10 +74,11 @@ type Store struct {
 	unmergeable map[string]bool
 }
 
-// packIndex is one loaded pack .idx. MemoryIndex is safe for concurrent use.
+// packIndex is one pack and its index (idx.go), which is safe for
+// concurrent use.
 type packIndex struct {
 	name string // "pack-<sha>", without extension
-	idx  *idxfile.MemoryIndex
+	idx  *packIdx
 
 	// The .pack, opened on first read and kept open until the pack leaves
 	// the list (an open per object read was most of a read's syscalls).
@@ -111,7 +109,8 @@ func (p *packIndex) open(dir string) (*os.File, error) {
 }
 
 // close closes the pack's file; reads under way fail with os.ErrClosed
-// (the runtime keeps the descriptor until they return).
+// (the runtime keeps the descriptor until they return). Its index stays
+// readable, and is unmapped once no snapshot of the list holds p (idx.go).
 func (p *packIndex) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -266,12 +265,12 @@ func (s *Store) readLoose(h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	r, err := objfile.NewReader(f)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	t, size, err := r.Header()
 	if err != nil {
 		return nil, err
@@ -293,8 +292,11 @@ func (s *Store) readLoose(h plumbing.Hash) (plumbing.EncodedObject, error) {
 func (s *Store) readPacked(packs []*packIndex, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	for _, p := range packs {
 		off, err := p.idx.FindOffset(h)
-		if err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
 			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err) // a corrupt 8-byte offset
 		}
 		f, err := p.open(s.packDir())
 		if err != nil {
@@ -350,7 +352,7 @@ func (s *Store) listPacks(rescan bool) (_ []*packIndex, changed bool, _ error) {
 			packs = append(packs, p)
 			continue
 		}
-		idx, err := loadPackIndex(filepath.Join(packDir, n))
+		idx, err := openIdx(filepath.Join(packDir, n), filepath.Join(packDir, base+".rev"))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // deleted by a concurrent repack
 		}
@@ -378,25 +380,12 @@ func closeDropped(old, now []*packIndex) {
 	}
 }
 
-func loadPackIndex(path string) (*idxfile.MemoryIndex, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
-		return nil, err
-	}
-	return idx, nil
-}
-
 func readDirNames(dir string) ([]string, error) {
 	d, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }() // read only
 	return d.Readdirnames(-1)
 }
 
@@ -433,23 +422,7 @@ func (s *Store) HashesWithPrefix(prefix string) ([]plumbing.Hash, error) {
 		return nil, err
 	}
 	for _, p := range packs {
-		bucket := p.idx.FanoutMapping[lower[0]]
-		if bucket < 0 || bucket >= len(p.idx.Names) {
-			continue
-		}
-		// Names holds the sorted 20-byte hashes sharing a first byte, so
-		// all matches are one contiguous run found by binary search.
-		names := p.idx.Names[bucket]
-		n := len(names) / 20
-		i := sort.Search(n, func(i int) bool { return bytes.Compare(names[i*20:i*20+20], lower) >= 0 })
-		for ; i < n; i++ {
-			var h plumbing.Hash
-			copy(h[:], names[i*20:i*20+20])
-			if !strings.HasPrefix(h.String(), prefix) {
-				break
-			}
-			add(h)
-		}
+		p.idx.hashesWithPrefix(lower, prefix, add)
 	}
 	return out, nil
 }

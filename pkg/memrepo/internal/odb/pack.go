@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/klauspost/compress/zlib"
 
 	"github.com/garden-bloom/memory/pkg/gitdelta"
@@ -137,7 +136,7 @@ func (s *Store) storedAt(h plumbing.Hash, packs []*packIndex) string {
 		return p
 	}
 	for _, p := range packs {
-		if ok, _ := p.idx.Contains(h); ok {
+		if p.idx.Contains(h) {
 			return filepath.Join(s.packDir(), p.name+".pack")
 		}
 	}
@@ -216,7 +215,7 @@ func encodeEntry(o *plumbing.MemoryObject) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read only
 	if err := compressInto(&buf, r); err != nil {
 		return nil, err
 	}
@@ -266,9 +265,8 @@ type packWriter struct {
 	w       *bufio.Writer
 	sum     hash.Hash // SHA-1 of all bytes so far: the trailer, and the pack's name
 	off     int64
-	idx     idxfile.Writer
-	count   int // entries announced in the header
-	entries int // entries written
+	entries []idxEntry // written so far, for the index
+	count   int        // entries announced in the header
 }
 
 // newPackWriter starts a pack that will hold exactly count entries (the
@@ -300,16 +298,15 @@ func (p *packWriter) write(b []byte) error {
 // add appends one complete entry (header and compressed content) of object
 // h; crc is the CRC-32 of entry, recorded in the index.
 func (p *packWriter) add(h plumbing.Hash, entry []byte, crc uint32) error {
-	p.idx.Add(h, uint64(p.off), crc)
-	p.entries++
+	p.entries = append(p.entries, idxEntry{hash: h, offset: p.off, crc: crc})
 	return p.write(entry)
 }
 
 // finish completes, syncs and publishes the pack and its index and returns
 // the index as readers will load it.
 func (p *packWriter) finish() (*packIndex, error) {
-	if p.entries != p.count {
-		return nil, fmt.Errorf("memrepo: pack has %d entries, header says %d", p.entries, p.count)
+	if len(p.entries) != p.count {
+		return nil, fmt.Errorf("memrepo: pack has %d entries, header says %d", len(p.entries), p.count)
 	}
 	var checksum plumbing.Hash
 	copy(checksum[:], p.sum.Sum(nil))
@@ -327,29 +324,20 @@ func (p *packWriter) finish() (*packIndex, error) {
 	}
 	p.f = nil
 
-	if err := p.idx.OnFooter(checksum); err != nil {
+	var err error
+	if p.idxTmp, err = writeSynced(p.dir, "tmp_idx_", encodeIdx(p.entries, checksum)); err != nil {
 		return nil, err
 	}
-	mi, err := p.idx.Index()
-	if err != nil {
-		return nil, err
-	}
-	var idxBytes bytes.Buffer
-	if _, err := idxfile.NewEncoder(&idxBytes).Encode(mi); err != nil {
-		return nil, fmt.Errorf("memrepo: encode pack index: %w", err)
-	}
-	if p.idxTmp, err = writeSynced(p.dir, "tmp_idx_", idxBytes.Bytes()); err != nil {
-		return nil, err
-	}
-	// Readers get the index decoded from the bytes on disk, exactly what a
-	// fresh process would load.
-	loaded := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(bytes.NewReader(idxBytes.Bytes())).Decode(loaded); err != nil {
-		return nil, fmt.Errorf("memrepo: decode new pack index: %w", err)
-	}
-
+	p.entries = nil
 	name := "pack-" + checksum.String()
 	base := filepath.Join(p.dir, name)
+	// Readers get the index mapped from the file, exactly what a fresh
+	// process would load; mapped before the renames (the mapping follows
+	// the file), so a bad index is never published.
+	idx, err := openIdx(p.idxTmp, base+".rev")
+	if err != nil {
+		return nil, fmt.Errorf("memrepo: load new pack index: %w", err)
+	}
 	if err := os.Rename(p.tmp, base+".pack"); err != nil {
 		return nil, fmt.Errorf("memrepo: publish pack: %w", err)
 	}
@@ -361,7 +349,7 @@ func (p *packWriter) finish() (*packIndex, error) {
 	if err := SyncDir(p.dir); err != nil {
 		return nil, fmt.Errorf("memrepo: sync %s: %w", p.dir, err)
 	}
-	return &packIndex{name: name, idx: loaded}, nil
+	return &packIndex{name: name, idx: idx}, nil
 }
 
 // abort removes whatever finish did not publish; a no-op after finish.

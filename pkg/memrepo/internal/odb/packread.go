@@ -16,11 +16,10 @@ import (
 )
 
 // Pack entries are read here rather than through go-git's packfile reader,
-// which the read plane spent a quarter of its CPU in while following the
-// write plane (issue #9 profile): go-git inflates with compress/zlib (about
-// half the speed of klauspost/compress on memory files), builds a scanner
-// per read, and hashes every object it returns although the index already
-// names it. Here an entry is one buffered read (a single pread for most),
+// a large cost of the read plane while it follows the write plane (issue #9;
+// docs/performance.md): go-git inflates with compress/zlib (slower than
+// klauspost/compress on memory files), builds a scanner per read, and
+// hashes every object it returns although the index already names it. Here an entry is one buffered read (a single pread for most),
 // an inflate into a buffer of the size its header gives, and for deltas
 // the base (from the object cache when it is there) patched once.
 
@@ -92,7 +91,7 @@ func (s *Store) readEntry(p *packIndex, f *os.File, h plumbing.Hash, off int64, 
 	}
 	cont, err := gitdelta.Patch(base.cont, data, maxEntrySize)
 	if err != nil {
-		return nil, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
+		return nil, fmt.Errorf("%w at %d: %w", errCorruptPack, off, err)
 	}
 	return &packedObject{h: h, t: base.t, cont: cont}, nil
 }
@@ -112,7 +111,7 @@ func readRaw(f *os.File, off int64) (typ int, data []byte, baseOff int64, baseHa
 	}
 	typ, size, pos, err := entryHeader(b)
 	if err != nil {
-		return 0, nil, 0, baseHash, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
+		return 0, nil, 0, baseHash, fmt.Errorf("%w at %d: %w", errCorruptPack, off, err)
 	}
 	switch typ {
 	case entryOfsDelta:
@@ -133,7 +132,7 @@ func readRaw(f *os.File, off int64) (typ int, data []byte, baseOff int64, baseHa
 		return 0, nil, 0, baseHash, err
 	}
 	if data, err = inflate(br, size); err != nil {
-		return 0, nil, 0, baseHash, fmt.Errorf("%w at %d: %v", errCorruptPack, off, err)
+		return 0, nil, 0, baseHash, fmt.Errorf("%w at %d: %w", errCorruptPack, off, err)
 	}
 	return typ, data, baseOff, baseHash, nil
 }

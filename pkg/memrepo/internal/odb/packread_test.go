@@ -3,6 +3,7 @@ package odb
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -30,7 +31,7 @@ func gitObjects(t *testing.T, dir string) map[plumbing.Hash]struct {
 	r := bufio.NewReader(bytes.NewReader(out))
 	for {
 		line, err := r.ReadString('\n')
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		require.NoError(t, err)
