@@ -2,8 +2,10 @@
 // monorepo's git history alone: no LLM, no external store, so any replica
 // can rebuild exactly the same graph by replaying the same commits.
 //
-// Everything is pure and deterministic: no I/O, no clock, and every map is
-// walked in sorted order where order matters.
+// Everything is deterministic: no clock, and every map is walked in sorted
+// order where order matters. The only I/O is the graph's own history, which
+// it keeps in a file of its own rather than on the heap (store.go): the
+// answers are the same.
 //
 // # Entity ids
 //

@@ -96,8 +96,9 @@ func linksIn(s string) []link {
 // nextWikiLink finds the leftmost wiki link in s, [[Target]] or
 // [[Target|shown text]], as the regular expression
 // \[\[([^\[\]|\n]+)(?:\|[^\[\]\n]*)?\]\] would (the tests hold it to that)
-// but without the regexp engine, which was a third of the graph's first
-// start: target is the group, rest what follows the match. The classes
+// but without the regexp engine, the costly part of parsing on the graph's
+// first start (docs/performance.md): target is the group, rest what
+// follows the match. The classes
 // exclude the bytes a match ends on, so the match at a start, if any, is
 // unique, and a failed start moves on by one byte, as the engine does.
 func nextWikiLink(s string) (target, rest string, ok bool) {
@@ -360,8 +361,8 @@ func linkLine(lines []lineLinks, id string, start, end int) int {
 
 // dedupe drops exact repeats, keeping the first. ms is in line order and
 // a repeat has the same line, so only the mentions of one line are
-// compared (a set of all of them cost a third of Extract); a line naming
-// many entities gets a set, as its pairs grow with the square.
+// compared, which costs less than a set of all of them; a line naming many
+// entities gets a set, as its pairs grow with the square.
 func dedupe(ms []Mention) []Mention {
 	out := ms[:0]
 	lineStart := 0 // where the current line's mentions begin in out

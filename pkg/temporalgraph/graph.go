@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -205,13 +206,23 @@ func (g *Graph) intern(f *fileState) {
 	}
 }
 
+// edgeState is an edge that holds now: its open interval. A closed
+// interval is history (on disk), and an edge with none open is not kept.
 type edgeState struct {
-	closed []Edge
-	open   bool
-	// fromOrd is the opening commit's Point.Ord (it fits beside open).
+	open bool
+	// commitRefs is set when commit messages' Entity-Refs support the
+	// edge: their evidence is on disk (store.go; refsBlock is the newest
+	// block of it), and the edge never closes.
+	commitRefs bool
+	// fromOrd is the opening commit's Point.Ord (it fits beside the
+	// bools).
 	fromOrd uint32
-	from    time.Time
-	live    map[uint32]evidence // sources supporting the edge now, by source id
+	// adjFrom and adjTo are the edge's positions in the adjacency lists
+	// of its ends, so that it leaves them in constant time.
+	adjFrom, adjTo int32
+	refsBlock      uint64
+	from           time.Time
+	live           map[uint32]evidence // sources supporting the edge now, by source id
 	// gone holds the sources that supported the edge earlier in the current
 	// interval and left it (nil when none): the interval's evidence is live
 	// and gone together. Keeping only the departed ones, not a second copy
@@ -247,12 +258,6 @@ func (in *interner) id(s string) uint32 {
 	return id
 }
 
-// lookup returns s's number if it has one.
-func (in *interner) lookup(s string) (uint32, bool) {
-	id, ok := in.ids[s]
-	return id, ok
-}
-
 func (in *interner) str(id uint32) string { return in.strs[id] }
 
 // expand returns ev, the evidence of source src, with its strings.
@@ -263,29 +268,70 @@ func (in *interner) expand(src uint32, ev evidence) Evidence {
 type nodeState struct {
 	id, typ, label string
 	labelSet       bool
+	// commitRefs is set when commit sources ("commit:<sha>") name the
+	// node: they are refs too, on disk (store.go); refs holds the files.
+	commitRefs bool
 	// firstOrd is the Point.Ord of the commit that first saw the node (it
-	// fits beside labelSet).
-	firstOrd  uint32
-	aliases   map[string]bool
-	refs      map[string]bool
-	firstSeen time.Time
-	updated   time.Time
+	// fits beside the bools).
+	firstOrd uint32
+	// factBlock, closedBlock and refsBlock are the seqs of the newest
+	// blocks of the node's fact changes, closed intervals and commit
+	// sources on disk (0: none), each the head of a chain (store.go).
+	factBlock, closedBlock, refsBlock uint64
+	// closedUpTo is the last position that closed one of the node's
+	// intervals on disk (blockHeader.upTo of closedBlock).
+	closedUpTo Point
+	aliases    map[string]bool
+	refs       map[string]bool
+	firstSeen  time.Time
+	updated    time.Time
 }
 
-// Graph is an in-memory temporal entity graph built from commits. It is not
+// Graph is a temporal entity graph built from commits. Its live state —
+// nodes, open edges, what each file contributes now — is in memory; its
+// history — fact changes, closed edge intervals, commit messages'
+// Entity-Refs — is on disk (store.go), but for the last few thousand
+// records, so its heap does not grow with history (issue #25). It is not
 // safe for concurrent use: build it single-threaded, then query (queries do
-// not mutate).
+// not mutate). Close releases the disk.
 type Graph struct {
-	nodes   map[string]*nodeState
-	edges   map[edgeKey]*edgeState
-	files   map[string]*fileState
-	history map[string][]FactChange
-	// adj lists, per node, the keys of every edge touching it (keys are
-	// never removed: closed intervals stay), so queries touch only the
-	// edges around a node rather than the whole history.
+	nodes map[string]*nodeState
+	// edges are the open edges (edgeState).
+	edges map[edgeKey]*edgeState
+	files map[string]*fileState
+	// adj lists, per node, the keys of the open edges touching it, so
+	// queries touch only the edges around a node; the closed intervals
+	// around it are one seek on disk.
 	adj map[string][]edgeKey
-	// strs numbers the sources and commits of the edges' evidence.
-	strs *interner
+	// strs numbers the sources and commits of the open edges' evidence;
+	// strsAt is its size that makes the next commit compact it.
+	strs   *interner
+	strsAt int
+	// spare are edge states of closed edges, for new ones (dropEdge).
+	spare []*edgeState
+
+	// Records not yet on disk, by what queries look them up by: fact
+	// changes by entity, closed intervals by each endpoint, commit
+	// evidence by edge, commit sources by node. pending counts them; at
+	// flushAt they are written in one transaction (flush).
+	history      map[string][]FactChange
+	pendClosed   map[string][]Edge
+	pendEdgeRefs map[edgeKey][]edgeRef
+	pendNodeRefs map[string][]string
+	pending      int
+	flushAt      int
+	disk         *store
+	// orphans hold the chains of fact changes of ids that are no node
+	// (factOwner).
+	orphans map[string]*nodeState
+
+	// closedCount and factCount count the history, for Size.
+	closedCount, factCount int
+	// zeroClosed is set once an interval closes at the zero time: seen
+	// from a point, closed intervals can then no longer be skipped by when
+	// they closed (closedOf). Git commits always have a time.
+	zeroClosed bool
+
 	// lastTime, lastSha and ord are the last commit applied: its time, sha
 	// and position among the commits of its second (Point.Ord).
 	lastTime time.Time
@@ -293,49 +339,98 @@ type Graph struct {
 	ord      uint32
 }
 
-// Size is how much a graph holds; it grows with history (closed edge
-// intervals and fact changes are kept), so it is exported as a metric.
+// Size is how much a graph holds, in memory and on disk; it grows with
+// history (closed edge intervals and fact changes are kept), so it is
+// exported as a metric.
 type Size struct {
+	// Edges counts the intervals: open and closed.
 	Nodes, Edges, FactChanges int
 }
 
-// Size counts what g holds: O(nodes) for the fact changes.
+// Size counts what g holds.
 func (g *Graph) Size() Size {
-	sz := Size{Nodes: len(g.nodes), Edges: len(g.edges)}
-	for _, h := range g.history {
-		sz.FactChanges += len(h)
-	}
-	return sz
+	return Size{Nodes: len(g.nodes), Edges: len(g.edges) + g.closedCount, FactChanges: g.factCount}
 }
 
-// indexEdge records a new edge key in the adjacency index.
-func (g *Graph) indexEdge(k edgeKey) {
+// indexEdge records a new edge, k, in the adjacency index.
+func (g *Graph) indexEdge(k edgeKey, es *edgeState) {
+	es.adjFrom = int32(len(g.adj[k.from]))
 	g.adj[k.from] = append(g.adj[k.from], k)
 	if k.to != k.from {
+		es.adjTo = int32(len(g.adj[k.to]))
 		g.adj[k.to] = append(g.adj[k.to], k)
+	}
+}
+
+// dropEdge forgets the edge k, which closed: its interval is on its way to
+// disk.
+func (g *Graph) dropEdge(k edgeKey, es *edgeState) {
+	delete(g.edges, k)
+	g.unindex(k.from, int(es.adjFrom))
+	if k.to != k.from {
+		g.unindex(k.to, int(es.adjTo))
+	}
+	if len(g.spare) < maxSpare {
+		clear(es.live)
+		*es = edgeState{live: es.live}
+		g.spare = append(g.spare, es)
+	}
+}
+
+// maxSpare bounds the edge states kept for reuse: edges close and open
+// all the time, and a new one would need a new map.
+const maxSpare = 1024
+
+// newEdgeState returns an empty edge state, a spare one if there is one.
+func (g *Graph) newEdgeState() *edgeState {
+	if n := len(g.spare); n > 0 {
+		es := g.spare[n-1]
+		g.spare = g.spare[:n-1]
+		return es
+	}
+	return &edgeState{live: map[uint32]evidence{}}
+}
+
+// unindex removes the i-th key of id's adjacency list: the last takes its
+// place (lists are unordered), and learns its new position.
+func (g *Graph) unindex(id string, i int) {
+	ks := g.adj[id]
+	last := ks[len(ks)-1]
+	if i != len(ks)-1 {
+		ks[i] = last
+		if les := g.edges[last]; last.from == id {
+			les.adjFrom = int32(i)
+		} else {
+			les.adjTo = int32(i)
+		}
+	}
+	if ks = ks[:len(ks)-1]; len(ks) == 0 {
+		delete(g.adj, id)
+	} else {
+		g.adj[id] = ks
 	}
 }
 
 // edgesOf returns the intervals of every edge touching id, visible at at,
 // and (when allow is non-empty) of an allowed relation. Seen from a past
 // point, an interval that closed after it is still open (asOf).
-func (g *Graph) edgesOf(id string, at Point, allow map[string]bool) []Edge {
+func (g *Graph) edgesOf(id string, at Point, allow map[string]bool, r *reader) []Edge {
 	var out []Edge
 	for _, k := range g.adj[id] {
 		if len(allow) > 0 && !allow[k.rel] {
 			continue
 		}
 		es := g.edges[k]
-		for _, e := range es.closed {
-			if visibleAt(e, at) {
-				out = append(out, asOf(e, at))
-			}
+		// An open interval is visible once it opened (and its
+		// evidence, the costly part, is built only then).
+		if visibleAt(Edge{ValidFrom: es.from, FromOrd: es.fromOrd}, at) {
+			out = append(out, g.current(k, es, r))
 		}
-		if es.open {
-			if e := es.current(k, g.strs); visibleAt(e, at) {
-				out = append(out, e)
-			}
-		}
+	}
+	// Now, only open intervals are visible (but one closed at the zero
+	// time, which looks open).
+	if !at.IsNow() || g.zeroClosed {
+		out = r.closedOf(id, at, allow, out)
 	}
 	return out
 }
@@ -349,16 +444,43 @@ func asOf(e Edge, p Point) Edge {
 	return e
 }
 
-// New returns an empty graph.
-func New() *Graph {
-	return &Graph{
-		nodes:   map[string]*nodeState{},
-		edges:   map[edgeKey]*edgeState{},
-		files:   map[string]*fileState{},
-		history: map[string][]FactChange{},
-		adj:     map[string][]edgeKey{},
-		strs:    newInterner(),
+// New returns an empty graph whose history goes to a file in the system's
+// temp dir (NewIn).
+func New() *Graph { return NewIn("") }
+
+// NewIn returns an empty graph whose history goes to a file in dir (""
+// the system's temp dir), created at the first flush and unlinked at once:
+// Close frees it. A graph dropped without Close is closed when collected.
+func NewIn(dir string) *Graph {
+	g := &Graph{
+		nodes:        map[string]*nodeState{},
+		edges:        map[edgeKey]*edgeState{},
+		files:        map[string]*fileState{},
+		adj:          map[string][]edgeKey{},
+		strs:         newInterner(),
+		strsAt:       minInternerCompact,
+		history:      map[string][]FactChange{},
+		pendClosed:   map[string][]Edge{},
+		pendEdgeRefs: map[edgeKey][]edgeRef{},
+		pendNodeRefs: map[string][]string{},
+		orphans:      map[string]*nodeState{},
+		flushAt:      flushRecords,
+		disk:         &store{dir: dir},
 	}
+	runtime.AddCleanup(g, func(s *store) { _ = s.close() }, g.disk)
+	return g
+}
+
+// Close releases the history on disk. The graph must not be used after.
+func (g *Graph) Close() error { return g.disk.close() }
+
+// Err is the first failure of the history on disk, nil if none. A failed
+// write loses nothing (the records stay in memory and are written with the
+// next ones); a failed read answers with what memory holds.
+func (g *Graph) Err() error {
+	g.disk.mu.Lock()
+	defer g.disk.mu.Unlock()
+	return g.disk.err
 }
 
 // ApplyCommit applies c on top of the graph. Commits must be applied in
@@ -386,6 +508,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 	type change struct {
 		src      string
 		old, new *fileState
+		commit   bool // the commit message's Entity-Refs
 	}
 	var changes []change
 	paths := make([]string, 0, len(c.Files))
@@ -401,7 +524,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 				nf = derive(p, *content)
 			}
 		}
-		changes = append(changes, change{p, g.files[p], nf})
+		changes = append(changes, change{p, g.files[p], nf, false})
 	}
 	if agent := Slug(c.AgentID); agent != "" && len(c.EntityRefs) > 0 {
 		var ms []Mention
@@ -413,13 +536,17 @@ func (g *Graph) ApplyCommit(c Commit) {
 			}
 		}
 		// ms holds pairs: a ref, then the agent's edge to it.
-		if src := commitSourcePrefix + c.Sha; len(ms) > 0 && !g.applied(src, ms[1]) {
-			changes = append(changes, change{src, nil, fromMentions(ms)})
+		if src := commitSourcePrefix + c.Sha; len(ms) > 0 && !g.applied(src, ms[1], t) {
+			changes = append(changes, change{src, nil, fromMentions(ms), true})
 		}
 	}
 
 	wasOpen := map[edgeKey]bool{}
 	for _, ch := range changes {
+		if ch.commit {
+			g.applyCommitSource(ch.src, ch.new, c.Sha, t, ord, wasOpen)
+			continue
+		}
 		old, nf := ch.old, ch.new
 		if old == nil {
 			old = &fileState{}
@@ -465,9 +592,9 @@ func (g *Graph) ApplyCommit(c Commit) {
 			if es == nil {
 				// Keys share the nodes' id strings.
 				k = edgeKey{g.nodes[k.from].id, g.nodes[k.to].id, k.rel}
-				es = &edgeState{live: map[uint32]evidence{}}
+				es = g.newEdgeState()
 				g.edges[k] = es
-				g.indexEdge(k)
+				g.indexEdge(k, es)
 			}
 			if _, seen := wasOpen[k]; !seen {
 				wasOpen[k] = es.open
@@ -498,14 +625,13 @@ func (g *Graph) ApplyCommit(c Commit) {
 	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
 	for _, k := range keys {
 		es := g.edges[k]
-		now := len(es.live) > 0
+		now := len(es.live) > 0 || es.commitRefs
 		switch {
 		case wasOpen[k] && !now:
-			e := es.current(k, g.strs)
+			e := g.current(k, es, nil) // no commit evidence: it would keep the edge open
 			e.ValidTo, e.ToOrd = t, ord
-			es.closed = append(es.closed, e)
-			es.open = false
-			es.gone = nil
+			g.addClosed(e)
+			g.dropEdge(k, es)
 		case !wasOpen[k] && now:
 			es.open = true
 			es.from, es.fromOrd = t, ord
@@ -517,6 +643,93 @@ func (g *Graph) ApplyCommit(c Commit) {
 		g.node(k.from, t, ord).updated = t
 		g.node(k.to, t, ord).updated = t
 	}
+	if len(g.strs.strs) >= g.strsAt {
+		g.compactStrs()
+	}
+	if g.pending >= g.flushAt {
+		_ = g.flush() // kept in memory on failure; Err tells
+	}
+}
+
+// applyCommitSource applies a commit message's Entity-Refs (src is
+// "commit:<sha>", nf its contribution): the nodes get the ref and the edges
+// the evidence, both on disk, for a commit is immutable: nothing can take
+// them back.
+func (g *Graph) applyCommitSource(src string, nf *fileState, sha string, t time.Time, ord uint32, wasOpen map[edgeKey]bool) {
+	for _, d := range nf.decls {
+		g.declare(d, t, ord)
+	}
+	for _, id := range nf.nodes {
+		n := g.node(id, t, ord)
+		n.commitRefs = true
+		n.updated = t
+		g.pendNodeRefs[n.id] = append(g.pendNodeRefs[n.id], src)
+		g.pending++
+	}
+	for _, e := range nf.edges {
+		// Keys share the nodes' id strings.
+		k := edgeKey{g.nodes[e.key.from].id, g.nodes[e.key.to].id, e.key.rel}
+		es := g.edges[k]
+		if es == nil {
+			es = g.newEdgeState()
+			g.edges[k] = es
+			g.indexEdge(k, es)
+		}
+		if _, seen := wasOpen[k]; !seen {
+			wasOpen[k] = es.open
+		}
+		es.commitRefs = true
+		g.pendEdgeRefs[k] = append(g.pendEdgeRefs[k], edgeRef{Evidence{File: src, Commit: sha, Line: int(int32(e.line))}, t})
+		g.pending++
+	}
+}
+
+// addClosed records a closed interval (history: on its way to disk).
+func (g *Graph) addClosed(e Edge) {
+	g.pendClosed[e.From] = append(g.pendClosed[e.From], e)
+	if e.To != e.From {
+		g.pendClosed[e.To] = append(g.pendClosed[e.To], e)
+	}
+	g.pending++
+	g.closedCount++
+	if e.ValidTo.IsZero() {
+		g.zeroClosed = true
+	}
+}
+
+// addFact records a fact change (history: on its way to disk).
+func (g *Graph) addFact(fc FactChange) {
+	g.history[fc.EntityID] = append(g.history[fc.EntityID], fc)
+	g.pending++
+	g.factCount++
+}
+
+// minInternerCompact is the interner's size below which it is never
+// compacted.
+const minInternerCompact = 4096
+
+// compactStrs renumbers the interner with only the strings the open edges'
+// evidence names: the shas of commits whose evidence went to disk with
+// the intervals it closed would otherwise stay, one per commit. The next
+// compaction waits for the interner to double, so the cost per string
+// numbered is constant.
+func (g *Graph) compactStrs() {
+	in := newInterner()
+	renumber := func(m map[uint32]evidence) map[uint32]evidence {
+		if m == nil {
+			return nil
+		}
+		out := make(map[uint32]evidence, len(m))
+		for src, ev := range m {
+			out[in.id(g.strs.str(src))] = evidence{commit: in.id(g.strs.str(ev.commit)), line: ev.line}
+		}
+		return out
+	}
+	for _, es := range g.edges {
+		es.live, es.gone = renumber(es.live), renumber(es.gone)
+	}
+	g.strs = in
+	g.strsAt = max(minInternerCompact, 2*len(in.strs))
 }
 
 // derive computes a source's contribution.
@@ -581,17 +794,36 @@ func fromMentions(ms []Mention) *fileState {
 // can ever change or remove what they contributed.
 const commitSourcePrefix = "commit:"
 
-// applied reports whether the commit source src was applied already (a
-// replayed commit), from the evidence of its agent → ref edge m: such edges
-// never lose a commit source.
-func (g *Graph) applied(src string, m Mention) bool {
-	es := g.edges[edgeKey{m.EntityID, m.Target, m.Relation}]
-	id, known := g.strs.lookup(src)
-	if es == nil || !known {
+// applied reports whether the commit source src of a commit made at t was
+// applied already (a replayed commit), from the evidence of its agent → ref
+// edge m: such edges never lose a commit source.
+func (g *Graph) applied(src string, m Mention, t time.Time) bool {
+	k := edgeKey{m.EntityID, m.Target, m.Relation}
+	es := g.edges[k]
+	if es == nil || !es.commitRefs {
 		return false
 	}
-	_, ok := es.live[id]
-	return ok
+	if slices.ContainsFunc(g.pendEdgeRefs[k], func(ref edgeRef) bool { return ref.ev.File == src }) {
+		return true
+	}
+	r := g.reader()
+	defer r.done()
+	// A commit's evidence is at the commit's time: the walk stops at the
+	// first block whose commits, and so all older ones', came before t
+	// (but "commit:" alone, without a sha, may be any commit's).
+	found := false
+	r.chain(es.refsBlock, func(block []byte) bool {
+		h, _, recs, _ := splitBlock(block)
+		if src != commitSourcePrefix && h.upTo.Time.Before(t) {
+			return false
+		}
+		records(recs, func(rec []byte) {
+			d := dec{s: string(rec)}
+			found = found || d.str() == src
+		})
+		return !found
+	})
+	return found
 }
 
 // node returns the node id, creating a placeholder if needed (a target
@@ -640,7 +872,7 @@ func (g *Graph) diffFacts(src string, old, nf []fact, c Commit, t time.Time) {
 	}
 	rec := func(f fact, kind string) {
 		for _, id := range f.ids {
-			g.history[id] = append(g.history[id], FactChange{
+			g.addFact(FactChange{
 				EntityID: id, Change: kind, File: src, Section: f.section, Text: f.text, Line: f.line,
 				Commit: c.Sha, Time: t, ProposalID: c.ProposalID,
 			})
@@ -664,9 +896,30 @@ func (g *Graph) diffFacts(src string, old, nf []fact, c Commit, t time.Time) {
 	}
 }
 
-// current is the open interval of es as an Edge.
-func (es *edgeState) current(k edgeKey, strs *interner) Edge {
-	return Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, FromOrd: es.fromOrd, Evidence: sortedEvidence(strs, es.live, es.gone)}
+// current is the open interval of es, the edge k, as an Edge; r reads its
+// commit evidence (nil: only for an edge without).
+func (g *Graph) current(k edgeKey, es *edgeState, r *reader) Edge {
+	e := Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, FromOrd: es.fromOrd, Evidence: sortedEvidence(g.strs, es.live, es.gone)}
+	if es.commitRefs {
+		// One per source, the last given: a source given twice (a
+		// replayed commit without a sha) is the same evidence.
+		e.Evidence = append(e.Evidence, r.edgeRefs(k, es)...)
+		slices.SortStableFunc(e.Evidence, func(a, b Evidence) int { return strings.Compare(a.File, b.File) })
+		e.Evidence = lastPerFile(e.Evidence)
+	}
+	return e
+}
+
+// lastPerFile keeps, of evidence sorted by file, the last of each file.
+func lastPerFile(evs []Evidence) []Evidence {
+	out := evs[:0]
+	for i, ev := range evs {
+		if i+1 < len(evs) && evs[i+1].File == ev.File {
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 // leave records that source src no longer supports the edge; its evidence
@@ -723,13 +976,13 @@ func visibleAt(e Edge, p Point) bool {
 
 // allEdges returns every interval, sorted.
 func (g *Graph) allEdges() []Edge {
+	r := g.reader()
+	defer r.done()
 	var out []Edge
 	for k, es := range g.edges {
-		out = append(out, es.closed...)
-		if es.open {
-			out = append(out, es.current(k, g.strs))
-		}
+		out = append(out, g.current(k, es, r))
 	}
+	r.allClosed(func(e Edge) { out = append(out, e) })
 	sortEdges(out)
 	return out
 }
@@ -747,16 +1000,25 @@ func sortEdges(es []Edge) {
 	})
 }
 
-func (n *nodeState) export() Node {
+// export is n as a Node; r reads its commit sources.
+func (n *nodeState) export(r *reader) Node {
 	out := Node{ID: n.id, Type: n.typ, Label: n.label, LastUpdated: n.updated}
 	for a := range n.aliases {
 		out.Aliases = append(out.Aliases, a)
 	}
 	sort.Strings(out.Aliases)
-	for r := range n.refs {
-		out.Refs = append(out.Refs, r)
+	for ref := range n.refs {
+		out.Refs = append(out.Refs, ref)
+	}
+	if n.commitRefs {
+		out.Refs = append(out.Refs, r.nodeRefs(n)...)
 	}
 	sort.Strings(out.Refs)
+	if n.commitRefs {
+		// A source given twice (a replayed commit without a sha) is
+		// one ref.
+		out.Refs = slices.Compact(out.Refs)
+	}
 	return out
 }
 
@@ -779,9 +1041,11 @@ func (g *Graph) NodeAt(id string, at Point) (Node, []Edge, bool) {
 	if n == nil || !n.existsAt(at) {
 		return Node{}, nil, false
 	}
-	es := g.edgesOf(n.id, at, nil)
+	r := g.reader()
+	defer r.done()
+	es := g.edgesOf(n.id, at, nil, r)
 	sortEdges(es)
-	return n.export(), es, true
+	return n.export(r), es, true
 }
 
 // Nodes returns the nodes matching f, sorted by id.
@@ -791,6 +1055,8 @@ func (g *Graph) Nodes(f NodeFilter) []Node {
 	if at.IsNow() {
 		at = AtTime(f.At)
 	}
+	r := g.reader()
+	defer r.done()
 	var out []Node
 	for _, n := range g.nodes {
 		if f.Type != "" && n.typ != f.Type || !n.existsAt(at) {
@@ -799,7 +1065,7 @@ func (g *Graph) Nodes(f NodeFilter) []Node {
 		if q != "" && !n.matches(q) {
 			continue
 		}
-		out = append(out, n.export())
+		out = append(out, n.export(r))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
@@ -842,6 +1108,8 @@ func (g *Graph) NeighborsAt(id string, depth int, relations []string, at Point) 
 	for _, r := range relations {
 		allow[r] = true
 	}
+	r := g.reader()
+	defer r.done()
 	seen := map[string]bool{start: true}
 	type ekey struct {
 		k    edgeKey
@@ -854,7 +1122,7 @@ func (g *Graph) NeighborsAt(id string, depth int, relations []string, at Point) 
 	for d := 0; d < depth && len(frontier) > 0; d++ {
 		var next []string
 		for _, cur := range frontier {
-			for _, e := range g.edgesOf(cur, at, allow) {
+			for _, e := range g.edgesOf(cur, at, allow, r) {
 				if k := (ekey{edgeKey{e.From, e.To, e.Relation}, e.ValidFrom, e.FromOrd}); !walked[k] {
 					walked[k] = true
 					edges = append(edges, e)
@@ -875,7 +1143,7 @@ func (g *Graph) NeighborsAt(id string, depth int, relations []string, at Point) 
 	var nodes []Node
 	for nid := range seen {
 		if nid != start {
-			nodes = append(nodes, g.nodes[nid].export())
+			nodes = append(nodes, g.nodes[nid].export(r))
 		}
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
@@ -886,7 +1154,9 @@ func (g *Graph) NeighborsAt(id string, depth int, relations []string, at Point) 
 // History returns the facts.md bullets linking id that commits added or
 // removed, in the order they were applied.
 func (g *Graph) History(id string) []FactChange {
-	return append([]FactChange(nil), g.history[Slug(id)]...)
+	r := g.reader()
+	defer r.done()
+	return r.history(Slug(id))
 }
 
 // Dump renders the whole graph canonically (nodes, every edge interval,
@@ -920,13 +1190,12 @@ func (g *Graph) Dump() string {
 		}
 		b.WriteByte('\n')
 	}
-	ids := make([]string, 0, len(g.history))
-	for id := range g.history {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		for _, h := range g.history[id] {
+	history := map[string][]FactChange{}
+	r := g.reader()
+	defer r.done()
+	r.allFacts(func(fc FactChange) { history[fc.EntityID] = append(history[fc.EntityID], fc) })
+	for _, id := range sortedKeys(history) {
+		for _, h := range history[id] {
 			fmt.Fprintf(&b, "fact %s %s %s@%s %s %q %s:%d %q\n", id, h.Change, h.Commit, ts(h.Time), h.ProposalID, h.Section, h.File, h.Line, h.Text)
 		}
 	}

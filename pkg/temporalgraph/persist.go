@@ -2,7 +2,6 @@ package temporalgraph
 
 import (
 	"encoding/gob"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -12,36 +11,48 @@ import (
 // A snapshot plus the commits after it rebuilds exactly the graph that
 // applying every commit would (tested), so a restart need not replay history.
 //
-// A snapshot is a stream of gob values — a header with the counts, then
-// chunks of at most snapChunkSize items — rather than one value, because
+// A snapshot is a stream of gob values — a header, then chunks of at most
+// snapChunkSize items, the last marked End — rather than one value, because
 // gob buffers a whole value before writing it: a graph of 10,000 agents
 // would need its full encoding (hundreds of MB) in memory on top of itself.
+// The history on disk is streamed into it too, so a snapshot is the whole
+// graph as of its commit: a restart or a new replica (pkg/readstate) gets
+// the history with the live state, and decoding writes it to the new
+// graph's own file.
 type (
 	snapHeader struct {
-		Version                        int
-		Nodes, Edges, Files, Histories int
+		Version int
 		// The last commit applied and its place in its second.
 		LastTime time.Time
 		LastSha  string
 		Ord      uint32
 	}
 	snapChunk struct {
-		Nodes   []snapNode
-		Edges   []snapEdge
-		Files   []snapFile
-		History []snapHistory
+		Nodes []snapNode
+		Edges []snapEdge
+		Files []snapFile
+		// The history: fact changes (each entity's in order), closed
+		// intervals, and the commit messages' Entity-Refs.
+		Facts    []FactChange
+		Closed   []Edge
+		EdgeRefs []snapEdgeRef
+		NodeRefs []snapNodeRef
+		// End marks the last chunk: a stream cut short is an error, not
+		// a smaller graph.
+		End bool
 	}
 	snapNode struct {
 		ID, Typ, Label     string
 		LabelSet           bool
+		CommitRefs         bool
 		Aliases, Refs      []string
 		FirstSeen, Updated time.Time
 		FirstOrd           uint32
 	}
+	// snapEdge is an open edge: its interval so far.
 	snapEdge struct {
 		From, To, Rel string
-		Closed        []Edge
-		Open          bool
+		CommitRefs    bool
 		Since         time.Time
 		SinceOrd      uint32
 		Live, Gone    map[string]Evidence
@@ -61,16 +72,23 @@ type (
 		Edges []snapFileEdge
 		Facts []snapFact
 	}
-	snapHistory struct {
-		EntityID string
-		Changes  []FactChange
+	snapEdgeRef struct {
+		From, To, Rel string
+		Evidence      Evidence
+		Time          time.Time // the commit's
+	}
+	snapNodeRef struct {
+		ID, Source string
 	}
 )
 
 // snapshotVersion 2: streamed chunks, an edge's departed sources (Gone)
 // instead of its whole interval's. 3: positions in commit order (Point.Ord)
-// beside the times; a version 2 snapshot lacks them, so it is rebuilt.
-const snapshotVersion = 3
+// beside the times; a version 2 snapshot lacks them, so it is rebuilt. 4:
+// open edges only, the history in chunks of its own after the live state,
+// an End chunk instead of counts in the header; an older snapshot is
+// rejected (the caller rebuilds from git).
+const snapshotVersion = 4
 
 // snapChunkSize bounds the items per chunk, and so what encoding and
 // decoding hold beyond the graph itself.
@@ -117,35 +135,33 @@ func (g *Graph) evidenceIDs(m map[string]Evidence) map[uint32]evidence {
 	return out
 }
 
-// EncodeSnapshot writes the graph's whole state to enc.
+// EncodeSnapshot writes the graph's whole state to enc, its history on
+// disk included, as of one read of it.
 func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
-	h := snapHeader{Version: snapshotVersion, Nodes: len(g.nodes), Edges: len(g.edges), Files: len(g.files), Histories: len(g.history),
-		LastTime: g.lastTime, LastSha: g.lastSha, Ord: g.ord}
-	if err := enc.Encode(h); err != nil {
+	if err := enc.Encode(snapHeader{Version: snapshotVersion, LastTime: g.lastTime, LastSha: g.lastSha, Ord: g.ord}); err != nil {
 		return err
 	}
+	r := g.reader()
+	defer r.done()
 	var c snapChunk
-	flush := func(force bool) error {
-		if n := len(c.Nodes) + len(c.Edges) + len(c.Files) + len(c.History); n == 0 || (!force && n < snapChunkSize) {
-			return nil
+	var err error
+	items := 0
+	// added counts an item appended to c, and writes c when it is full.
+	added := func() {
+		if items++; items >= snapChunkSize && err == nil {
+			err = enc.Encode(c)
+			c, items = snapChunk{}, 0
 		}
-		err := enc.Encode(c)
-		c = snapChunk{}
-		return err
 	}
 	for _, n := range g.nodes {
-		c.Nodes = append(c.Nodes, snapNode{ID: n.id, Typ: n.typ, Label: n.label, LabelSet: n.labelSet,
+		c.Nodes = append(c.Nodes, snapNode{ID: n.id, Typ: n.typ, Label: n.label, LabelSet: n.labelSet, CommitRefs: n.commitRefs,
 			Aliases: keys(n.aliases), Refs: keys(n.refs), FirstSeen: n.firstSeen, Updated: n.updated, FirstOrd: n.firstOrd})
-		if err := flush(false); err != nil {
-			return err
-		}
+		added()
 	}
 	for k, e := range g.edges {
-		c.Edges = append(c.Edges, snapEdge{From: k.from, To: k.to, Rel: k.rel, Closed: e.closed, Open: e.open,
+		c.Edges = append(c.Edges, snapEdge{From: k.from, To: k.to, Rel: k.rel, CommitRefs: e.commitRefs,
 			Since: e.from, SinceOrd: e.fromOrd, Live: g.evidenceMap(e.live), Gone: g.evidenceMap(e.gone)})
-		if err := flush(false); err != nil {
-			return err
-		}
+		added()
 	}
 	for path, f := range g.files {
 		sf := snapFile{Path: path, Nodes: f.nodes}
@@ -156,21 +172,32 @@ func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
 			sf.Facts = append(sf.Facts, snapFact{Section: ft.section, Text: ft.text, Line: ft.line, IDs: ft.ids})
 		}
 		c.Files = append(c.Files, sf)
-		if err := flush(false); err != nil {
-			return err
-		}
+		added()
 	}
-	for id, changes := range g.history {
-		c.History = append(c.History, snapHistory{EntityID: id, Changes: changes})
-		if err := flush(false); err != nil {
-			return err
-		}
+	r.allFacts(func(fc FactChange) { c.Facts = append(c.Facts, fc); added() })
+	r.allClosed(func(e Edge) { c.Closed = append(c.Closed, e); added() })
+	r.allEdgeRefs(func(k edgeKey, ref edgeRef) {
+		c.EdgeRefs = append(c.EdgeRefs, snapEdgeRef{From: k.from, To: k.to, Rel: k.rel, Evidence: ref.ev, Time: ref.at})
+		added()
+	})
+	r.allNodeRefs(func(id, src string) { c.NodeRefs = append(c.NodeRefs, snapNodeRef{ID: id, Source: src}); added() })
+	if err != nil {
+		return err
 	}
-	return flush(true)
+	if r.err != nil {
+		return r.err // a snapshot without some of the history would pass for the whole graph
+	}
+	c.End = true
+	return enc.Encode(c)
 }
 
-// DecodeSnapshot reads a graph EncodeSnapshot wrote.
-func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
+// DecodeSnapshot reads a graph EncodeSnapshot wrote; its history goes to
+// the system's temp dir (NewIn).
+func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) { return DecodeSnapshotIn(dec, "") }
+
+// DecodeSnapshotIn reads a graph EncodeSnapshot wrote; its history goes
+// to a file in dir (NewIn).
+func DecodeSnapshotIn(dec *gob.Decoder, dir string) (_ *Graph, err error) {
 	var h snapHeader
 	if err := dec.Decode(&h); err != nil {
 		return nil, fmt.Errorf("temporalgraph: snapshot: %w", err)
@@ -178,19 +205,20 @@ func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 	if h.Version != snapshotVersion {
 		return nil, fmt.Errorf("temporalgraph: snapshot version %d, want %d", h.Version, snapshotVersion)
 	}
-	g := New()
+	g := NewIn(dir)
+	defer func() {
+		if err != nil {
+			_ = g.Close()
+		}
+	}()
 	g.lastTime, g.lastSha, g.ord = h.LastTime, h.LastSha, h.Ord
-	var nodes, edges, files, histories int
-	for nodes < h.Nodes || edges < h.Edges || files < h.Files || histories < h.Histories {
+	for {
 		var c snapChunk
 		if err := dec.Decode(&c); err != nil {
 			return nil, fmt.Errorf("temporalgraph: snapshot: %w", err)
 		}
-		if len(c.Nodes)+len(c.Edges)+len(c.Files)+len(c.History) == 0 {
-			return nil, errors.New("temporalgraph: snapshot: empty chunk")
-		}
 		for _, n := range c.Nodes {
-			g.nodes[n.ID] = &nodeState{id: n.ID, typ: n.Typ, label: n.Label, labelSet: n.LabelSet,
+			g.nodes[n.ID] = &nodeState{id: n.ID, typ: n.Typ, label: n.Label, labelSet: n.LabelSet, commitRefs: n.CommitRefs,
 				aliases: set(n.Aliases), refs: set(n.Refs), firstSeen: n.FirstSeen, firstOrd: n.FirstOrd, updated: n.Updated}
 		}
 		for _, e := range c.Edges {
@@ -199,8 +227,9 @@ func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 				live = map[uint32]evidence{}
 			}
 			k := edgeKey{g.id(e.From), g.id(e.To), e.Rel}
-			g.edges[k] = &edgeState{closed: e.Closed, open: e.Open, from: e.Since, fromOrd: e.SinceOrd, live: live, gone: g.evidenceIDs(e.Gone)}
-			g.indexEdge(k)
+			es := &edgeState{open: true, commitRefs: e.CommitRefs, from: e.Since, fromOrd: e.SinceOrd, live: live, gone: g.evidenceIDs(e.Gone)}
+			g.edges[k] = es
+			g.indexEdge(k, es)
 		}
 		for _, f := range c.Files {
 			fs := &fileState{nodes: slices.Sorted(slices.Values(f.Nodes))}
@@ -214,16 +243,47 @@ func DecodeSnapshot(dec *gob.Decoder) (*Graph, error) {
 			g.intern(fs)
 			g.files[f.Path] = fs
 		}
-		for _, hc := range c.History {
-			for i := range hc.Changes {
-				hc.Changes[i].EntityID = g.id(hc.Changes[i].EntityID)
-			}
-			g.history[g.id(hc.EntityID)] = hc.Changes
+		// Intervals and commit sources name nodes, commit evidence open
+		// edges that have some, all of which came before them in the
+		// stream; a snapshot where they did not is refused, not half
+		// loaded.
+		bad := func(what string) error {
+			return fmt.Errorf("temporalgraph: snapshot: %s of an unknown node or edge", what)
 		}
-		nodes, edges, files, histories = nodes+len(c.Nodes), edges+len(c.Edges), files+len(c.Files), histories+len(c.History)
+		for _, fc := range c.Facts {
+			fc.EntityID = g.id(fc.EntityID)
+			g.addFact(fc)
+		}
+		for _, e := range c.Closed {
+			if g.nodes[e.From] == nil || g.nodes[e.To] == nil {
+				return nil, bad("a closed interval")
+			}
+			e.From, e.To = g.id(e.From), g.id(e.To)
+			g.addClosed(e)
+		}
+		for _, r := range c.EdgeRefs {
+			k := edgeKey{g.id(r.From), g.id(r.To), r.Rel}
+			if es := g.edges[k]; es == nil || !es.commitRefs {
+				return nil, bad("commit evidence")
+			}
+			g.pendEdgeRefs[k] = append(g.pendEdgeRefs[k], edgeRef{r.Evidence, r.Time})
+			g.pending++
+		}
+		for _, r := range c.NodeRefs {
+			if n := g.nodes[r.ID]; n == nil || !n.commitRefs {
+				return nil, bad("a commit source")
+			}
+			id := g.id(r.ID)
+			g.pendNodeRefs[id] = append(g.pendNodeRefs[id], r.Source)
+			g.pending++
+		}
+		if g.pending >= g.flushAt {
+			if err := g.flush(); err != nil {
+				return nil, err
+			}
+		}
+		if c.End {
+			return g, nil
+		}
 	}
-	if nodes != h.Nodes || edges != h.Edges || files != h.Files || histories != h.Histories {
-		return nil, errors.New("temporalgraph: snapshot: more items than its header counts")
-	}
-	return g, nil
 }

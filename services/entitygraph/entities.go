@@ -194,7 +194,10 @@ func (s *Service) entityHistory(v viewer, entityID string, skip, size int) (*mem
 	changes := s.graph.History(temporalgraph.Slug(entityID))
 	node, _, known := s.graph.Node(temporalgraph.Slug(entityID), timeZero)
 	s.mu.RUnlock()
-	if v.agents != nil && !(known && v.visible(node)) && !slices.ContainsFunc(changes, func(c temporalgraph.FactChange) bool { return v.sees(c.File) }) {
+	knows := func() bool {
+		return known && v.visible(node) || slices.ContainsFunc(changes, func(c temporalgraph.FactChange) bool { return v.sees(c.File) })
+	}
+	if v.agents != nil && !knows() {
 		// For an agent token an entity only other agents know reads like
 		// an unknown one, as GetEntity answers.
 		return nil, apierr.EntityNotFound(entityID)

@@ -37,15 +37,15 @@ func (s *Service) instrument(mp metric.MeterProvider) (metric.Registration, erro
 }
 
 // instrumentSize exports what the graph holds — nodes, edges (closed
-// intervals included) and fact changes — which grows with history until
-// the graph moves off the heap (issue #30): memory.entity_graph.size.
+// intervals included) and fact changes — which grows with history, on
+// disk: the heap keeps the live state (issue #25): memory.entity_graph.size.
 func (s *Service) instrumentSize(mp metric.MeterProvider) (metric.Registration, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
 	m := mp.Meter("github.com/garden-bloom/memory/services/entitygraph")
 	size, err := m.Int64ObservableGauge("memory.entity_graph.size", metric.WithUnit("{item}"),
-		metric.WithDescription("What the in-memory entity graph holds, by kind: nodes, edges (closed intervals included), fact changes."))
+		metric.WithDescription("What the entity graph holds, by kind: nodes, edges (closed intervals included), fact changes; its history is on disk."))
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,8 @@ type Deps struct {
 	// Poll is how often main is checked besides the stream; 0 = 1 s.
 	Poll time.Duration
 	// StateDir keeps the graph's snapshot, so a restart resumes instead of
-	// replaying all history ("" = no snapshot).
+	// replaying all history ("" = no snapshot), and the graph's history
+	// on disk while it runs (temporalgraph.NewIn; "" = the temp dir).
 	StateDir string
 	// Shared publishes the snapshot to the object store and gives a replica
 	// starting without one the latest published (nil: not shared).
@@ -61,7 +62,8 @@ type Deps struct {
 
 // saveEvery bounds how often the snapshot is rewritten; a big graph waits
 // saveCostFactor times as long as its last save took, so saving stays a
-// small share of the CPU (a 20K-commit graph takes over a second).
+// small share of the CPU however big the graph grows (a big one takes
+// seconds to save).
 const (
 	saveEvery      = 5 * time.Second
 	saveCostFactor = 20
@@ -84,6 +86,9 @@ type Service struct {
 	sharedAt time.Time
 	// caughtUp is the readiness: the first catch-up after start is done.
 	caughtUp modules.CaughtUp
+	// storeFailed is the graph whose store failure was logged (loop
+	// goroutine only).
+	storeFailed *temporalgraph.Graph
 
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
@@ -98,7 +103,7 @@ func New(d Deps) *Service {
 		d.Poll = time.Second
 	}
 	s := &Service{deps: d, logger: d.Logger.With("service", "entity-graph"), repo: memrepo.LazyFor(d.Repo, d.RepoPath),
-		graph: temporalgraph.New()}
+		graph: temporalgraph.NewIn(d.StateDir)}
 	var err error
 	if s.observing, err = s.instrument(d.MeterProvider); err != nil {
 		s.logger.Warn("entity graph lag not measured", "err", err)
@@ -137,6 +142,19 @@ func (s *Service) Stop() {
 		s.cancel()
 	}
 	s.bg.Wait()
+	s.mu.Lock()
+	_ = s.graph.Close() // its history on disk
+	s.mu.Unlock()
+}
+
+// setGraph makes g the graph, at commit last, and closes the graph it
+// replaces (its history on disk). The caller holds s.mu: no query is
+// using the old one.
+func (s *Service) setGraph(g *temporalgraph.Graph, last plumbing.Hash) {
+	if g != s.graph {
+		_ = s.graph.Close()
+	}
+	s.graph, s.last = g, last
 }
 
 // follow catches up at once, for every commit on the stream and every
@@ -151,6 +169,7 @@ func (s *Service) follow(ctx context.Context) {
 			s.logger.Debug("entity graph catch-up failed; will retry", "err", err)
 		},
 		After: func(ctx context.Context) time.Duration {
+			s.reportStore()
 			if now := time.Now(); saveDue(now.Sub(lastSave), saveCost, saveEvery) {
 				s.save()
 				lastSave = time.Now()
@@ -167,6 +186,21 @@ func (s *Service) follow(ctx context.Context) {
 			s.publish(pctx, true)
 		},
 	})
+}
+
+// reportStore logs, once per graph, that its history on disk failed: the
+// graph goes on (records not written stay in memory, so its memory grows;
+// reads of what is on disk answer without it), and the next rebuild or
+// restart starts a new one.
+func (s *Service) reportStore() {
+	s.mu.RLock()
+	g := s.graph
+	err := g.Err()
+	s.mu.RUnlock()
+	if err != nil && s.storeFailed != g {
+		s.storeFailed = g
+		s.logger.Error("entity graph history store failed", "err", err)
+	}
 }
 
 // catchUpTo is catchUp, skipped when the graph is at wanted already: the
@@ -206,14 +240,15 @@ func (s *Service) load(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	f, g, err := decodeSnapshot(file)
+	f, g, err := decodeSnapshot(file, s.deps.StateDir)
 	_ = file.Close()
 	if err != nil {
 		s.logger.Warn("entity graph snapshot unreadable; rebuilding from history", "path", s.snapshotPath())
 		return
 	}
 	s.mu.Lock()
-	s.graph, s.last, s.saved = g, plumbing.NewHash(f.Commit), plumbing.NewHash(f.Commit)
+	s.setGraph(g, plumbing.NewHash(f.Commit))
+	s.saved = s.last
 	s.mu.Unlock()
 	s.logger.Info("entity graph resumed from its snapshot", "commit", f.Commit)
 }
@@ -221,12 +256,12 @@ func (s *Service) load(ctx context.Context) {
 // loadShared starts from the snapshot another replica published.
 func (s *Service) loadShared(ctx context.Context) {
 	_, err := s.deps.Shared.Load(ctx, func(r io.Reader) (string, error) {
-		f, g, err := decodeSnapshot(r)
+		f, g, err := decodeSnapshot(r, s.deps.StateDir)
 		if err != nil {
 			return "", err
 		}
 		s.mu.Lock()
-		s.graph, s.last = g, plumbing.NewHash(f.Commit) // saved stays zero: the next save writes it locally
+		s.setGraph(g, plumbing.NewHash(f.Commit)) // saved stays zero: the next save writes it locally
 		s.sharedAt = time.Now()
 		s.mu.Unlock()
 		return f.Commit, nil
@@ -236,13 +271,15 @@ func (s *Service) loadShared(ctx context.Context) {
 	}
 }
 
-func decodeSnapshot(r io.Reader) (snapshotHeader, *temporalgraph.Graph, error) {
+// decodeSnapshot reads a snapshot; the graph's history goes to dir. An
+// older version's is an error: the caller rebuilds from history.
+func decodeSnapshot(r io.Reader, dir string) (snapshotHeader, *temporalgraph.Graph, error) {
 	var f snapshotHeader
 	dec := gob.NewDecoder(bufio.NewReaderSize(r, 1<<16))
 	if err := dec.Decode(&f); err != nil {
 		return f, nil, err
 	}
-	g, err := temporalgraph.DecodeSnapshot(dec)
+	g, err := temporalgraph.DecodeSnapshotIn(dec, dir)
 	return f, g, err
 }
 
@@ -316,7 +353,8 @@ func encodeTemp(path string, encode func(*gob.Encoder) error) (*os.File, error) 
 
 // replaceWith makes tmp durable and atomically puts it at path.
 func replaceWith(tmp *os.File, path string) error {
-	defer os.Remove(tmp.Name()) // no-op after the rename
+	// Fails (gone) after the rename; before it, a best-effort cleanup.
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if err := tmp.Sync(); err != nil {
 		_ = tmp.Close()
 		return err
@@ -368,7 +406,7 @@ func (s *Service) catchUpToHead(ctx context.Context) error {
 		// History was rewritten: rebuild from scratch.
 		s.logger.Warn("last applied commit is gone from main; rebuilding the entity graph", "commit", last.String())
 		s.mu.Lock()
-		s.graph, s.last = temporalgraph.New(), plumbing.ZeroHash
+		s.setGraph(temporalgraph.NewIn(s.deps.StateDir), plumbing.ZeroHash)
 		s.mu.Unlock()
 		return s.catchUp(ctx)
 	}
@@ -393,8 +431,8 @@ func (s *Service) aheadOfRepo(ctx context.Context, repo *memrepo.Repo, last plum
 // replayWindow bounds how many commits are read ahead of the one being
 // applied; a long replay saves its progress at least replaySaveMin apart,
 // and saveCostFactor times as long as its last save took (saves of a big
-// graph take seconds: every 10,000 commits, they were 7 % of a first start
-// at 10,000 agents).
+// graph take seconds, which a first start would otherwise spend over and
+// over).
 const (
 	replayWindow   = 64
 	replaySaveMin  = 30 * time.Second

@@ -1,0 +1,5 @@
+//go:build !race
+
+package temporalgraph
+
+const raceEnabled = false
