@@ -524,13 +524,30 @@ func (a *App) initServe(context.Context) (modules.Module, error) {
 	}, nil
 }
 
-// moduleStates is the readiness of every module this process runs.
+// moduleStates is the readiness of every module this process runs. It
+// also brings each local gRPC service's health status up to date, so the
+// report /health gives (modules and services) agrees with itself rather
+// than with the last readiness poll.
 func (a *App) moduleStates() []healthcheck.ModuleState {
 	var out []healthcheck.ModuleState
 	for _, st := range a.running.States() {
+		a.setServing(st)
 		out = append(out, healthcheck.ModuleState{Name: st.Name, Err: st.Err})
 	}
 	return out
+}
+
+// setServing sets the gRPC health status of st's service, if it is one.
+func (a *App) setServing(st modules.State) {
+	svc, ok := healthServiceNames[Module(st.Name)]
+	if !ok || a.grpcSrv == nil {
+		return
+	}
+	if st.Err == nil {
+		a.grpcSrv.SetServing(svc)
+	} else {
+		a.grpcSrv.SetNotServing(svc)
+	}
 }
 
 // followReadiness keeps each local gRPC service's health status equal to
@@ -547,13 +564,7 @@ func (a *App) followReadiness(ctx context.Context) {
 			if st.Err != nil {
 				notReady = append(notReady, st.Name, st.Err.Error())
 			}
-			if svc, ok := healthServiceNames[Module(st.Name)]; ok && a.grpcSrv != nil {
-				if st.Err == nil {
-					a.grpcSrv.SetServing(svc)
-				} else {
-					a.grpcSrv.SetNotServing(svc)
-				}
-			}
+			a.setServing(st)
 		}
 		switch ready := len(notReady) == 0; {
 		case ready && !wasReady:
