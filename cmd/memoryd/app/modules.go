@@ -296,14 +296,8 @@ func (a *App) initReadRepo(context.Context) (modules.Module, error) {
 	} else {
 		a.sharedRepo = memrepo.NewLazy(a.cfg.Storage.ReadRepoPath())
 	}
-	ready := func() error {
-		if _, err := a.sharedRepo.Get(); err != nil {
-			return fmt.Errorf("repository not open: %w", err)
-		}
-		return nil
-	}
 	if a.cfg.Storage.MirrorURL == "" {
-		return modules.Funcs{ReadyFunc: ready}, nil
+		return modules.Funcs{ReadyFunc: a.readRepoReady}, nil
 	}
 	var opts []memrepo.MirrorOption
 	if isGitEndpoint(a.cfg.Storage.MirrorURL) {
@@ -333,8 +327,17 @@ func (a *App) initReadRepo(context.Context) (modules.Module, error) {
 			done.Wait()
 			return nil
 		},
-		ReadyFunc: ready,
+		ReadyFunc: a.readRepoReady,
 	}, nil
+}
+
+// readRepoReady is the readiness of the read repository and of what
+// serves straight from it: nil once it is open (on a mirror: fetched once).
+func (a *App) readRepoReady() error {
+	if _, err := a.sharedRepo.Get(); err != nil {
+		return fmt.Errorf("repository not open: %w", err)
+	}
+	return nil
 }
 
 // commitsClient is proposal-apply's client for caller's commit stream (or
@@ -426,12 +429,7 @@ func (a *App) initContextAssembly(context.Context) (modules.Module, error) {
 	return modules.Funcs{
 		StartFunc: func(ctx context.Context) error { svc.Start(ctx); return nil },
 		StopFunc:  func(context.Context) error { svc.Stop(); return nil },
-		ReadyFunc: func() error {
-			if _, err := a.sharedRepo.Get(); err != nil {
-				return fmt.Errorf("repository not open: %w", err)
-			}
-			return nil
-		},
+		ReadyFunc: a.readRepoReady, // it serves once the repository opens
 	}, nil
 }
 
