@@ -96,29 +96,41 @@ func startInProcess(t *testing.T) *deployment { return startInProcessWith(t) }
 // startInProcessWith runs --target=all in the test process with extra flags.
 func startInProcessWith(t testing.TB, extra ...string) *deployment {
 	dataDir := t.TempDir()
-	cfg, flags, err := app.LoadConfig(append([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-		"--search-sources-poll", "100ms"}, extra...),
-		func(string) (string, bool) { return "", false })
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, flags, telemetry.NewLogger(io.Discard, 0))
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("in-process memoryd did not stop")
-		}
-	})
+	a, _ := runInProcess(t, dataDir, extra...)
 	return &deployment{
 		grpcAddr:  allAt(a.GRPCAddr()),
 		processes: map[string][]string{a.GRPCAddr(): serviceNames},
 		httpAddr:  a.HTTPAddr(), dataDir: dataDir, objects: folderObjects(t, dataDir),
 	}
+}
+
+// runInProcess runs --target=all on dataDir in the test process until stop
+// (also called at cleanup) ends it and requires a clean exit.
+func runInProcess(t testing.TB, dataDir string, extra ...string) (a *app.App, stop func()) {
+	t.Helper()
+	cfg, flags, err := app.LoadConfig(append([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--search-sources-poll", "100ms"}, extra...),
+		func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err = app.New(ctx, cfg, flags, telemetry.NewLogger(io.Discard, 0))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(60 * time.Second):
+				t.Error("in-process memoryd did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return a, stop
 }
 
 // process is a running memoryd binary.

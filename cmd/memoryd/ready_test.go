@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,10 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/garden-bloom/memory/cmd/memoryd/app"
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
-	"github.com/garden-bloom/memory/pkg/telemetry"
 )
 
 // healthReport is GET /health as a client reads it.
@@ -36,36 +33,6 @@ func getHealth(t *testing.T, httpAddr string) (int, healthReport) {
 	var rep healthReport
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
 	return resp.StatusCode, rep
-}
-
-// runAll runs --target=all on dataDir in this process until the returned
-// stop is called.
-func runAll(t *testing.T, dataDir string) (a *app.App, stop func()) {
-	t.Helper()
-	cfg, flags, err := app.LoadConfig([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"},
-		func(string) (string, bool) { return "", false })
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err = app.New(ctx, cfg, flags, telemetry.NewLogger(io.Discard, 0))
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(60 * time.Second):
-			t.Fatal("memoryd did not stop")
-		}
-	}
-	t.Cleanup(stop)
-	return a, stop
 }
 
 // addCommits appends n commits to main of the bare repository at gitDir
@@ -102,7 +69,7 @@ func addCommits(t *testing.T, gitDir string, n int, marker string) {
 // ready, and what the last commit says is searchable.
 func TestHealthIsNotReadyWhileCatchingUpAfterRestart(t *testing.T) {
 	dataDir := t.TempDir()
-	a, stop := runAll(t, dataDir)
+	a, stop := runInProcess(t, dataDir)
 	require.Eventually(t, func() bool { code, _ := getHealth(t, a.HTTPAddr()); return code == http.StatusOK },
 		30*time.Second, 20*time.Millisecond, "a fresh process becomes ready")
 	// The repository has a commit of its own (the engine's first), so
@@ -112,7 +79,7 @@ func TestHealthIsNotReadyWhileCatchingUpAfterRestart(t *testing.T) {
 	// While it is down, 3,000 commits land on main (a person's import).
 	addCommits(t, filepath.Join(dataDir, "memory.git"), 3000, "quokka")
 
-	a, _ = runAll(t, dataDir)
+	a, _ = runInProcess(t, dataDir)
 	// The listener is bound by New: this first request is answered as
 	// soon as the process serves, long before 3,000 commits are indexed.
 	code, rep := getHealth(t, a.HTTPAddr())
