@@ -75,6 +75,112 @@ func (DiffFormat) EnumDescriptor() ([]byte, []int) {
 	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{0}
 }
 
+type GetStaleFactsRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// Also the facts archived to decisions.md § "Expired facts".
+	IncludeArchived bool `protobuf:"varint,2,opt,name=include_archived,json=includeArchived,proto3" json:"include_archived,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *GetStaleFactsRequest) Reset() {
+	*x = GetStaleFactsRequest{}
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStaleFactsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStaleFactsRequest) ProtoMessage() {}
+
+func (x *GetStaleFactsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStaleFactsRequest.ProtoReflect.Descriptor instead.
+func (*GetStaleFactsRequest) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *GetStaleFactsRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *GetStaleFactsRequest) GetIncludeArchived() bool {
+	if x != nil {
+		return x.IncludeArchived
+	}
+	return false
+}
+
+type GetStaleFactsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Facts []*StaleFact           `protobuf:"bytes,1,rep,name=facts,proto3" json:"facts,omitempty"`
+	// The commit the answer was read at.
+	Commit        string `protobuf:"bytes,2,opt,name=commit,proto3" json:"commit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStaleFactsResponse) Reset() {
+	*x = GetStaleFactsResponse{}
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStaleFactsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStaleFactsResponse) ProtoMessage() {}
+
+func (x *GetStaleFactsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStaleFactsResponse.ProtoReflect.Descriptor instead.
+func (*GetStaleFactsResponse) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GetStaleFactsResponse) GetFacts() []*StaleFact {
+	if x != nil {
+		return x.Facts
+	}
+	return nil
+}
+
+func (x *GetStaleFactsResponse) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
 type ReadMemoryRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
@@ -107,7 +213,7 @@ type ReadMemoryRequest struct {
 
 func (x *ReadMemoryRequest) Reset() {
 	*x = ReadMemoryRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[0]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -119,7 +225,7 @@ func (x *ReadMemoryRequest) String() string {
 func (*ReadMemoryRequest) ProtoMessage() {}
 
 func (x *ReadMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[0]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -132,7 +238,7 @@ func (x *ReadMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMemoryRequest.ProtoReflect.Descriptor instead.
 func (*ReadMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{0}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ReadMemoryRequest) GetAgentId() string {
@@ -224,7 +330,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -236,7 +342,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -249,7 +355,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{1}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReadOptions) GetMaxTokens() int32 {
@@ -290,7 +396,7 @@ type FileContent struct {
 
 func (x *FileContent) Reset() {
 	*x = FileContent{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -302,7 +408,7 @@ func (x *FileContent) String() string {
 func (*FileContent) ProtoMessage() {}
 
 func (x *FileContent) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -315,7 +421,7 @@ func (x *FileContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileContent.ProtoReflect.Descriptor instead.
 func (*FileContent) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{2}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *FileContent) GetFile() string {
@@ -379,7 +485,7 @@ type ReadMemoryResponse struct {
 
 func (x *ReadMemoryResponse) Reset() {
 	*x = ReadMemoryResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +497,7 @@ func (x *ReadMemoryResponse) String() string {
 func (*ReadMemoryResponse) ProtoMessage() {}
 
 func (x *ReadMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +510,7 @@ func (x *ReadMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMemoryResponse.ProtoReflect.Descriptor instead.
 func (*ReadMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{3}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReadMemoryResponse) GetAgentId() string {
@@ -513,7 +619,7 @@ type GetLayer2Request struct {
 
 func (x *GetLayer2Request) Reset() {
 	*x = GetLayer2Request{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +631,7 @@ func (x *GetLayer2Request) String() string {
 func (*GetLayer2Request) ProtoMessage() {}
 
 func (x *GetLayer2Request) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +644,7 @@ func (x *GetLayer2Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLayer2Request.ProtoReflect.Descriptor instead.
 func (*GetLayer2Request) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{4}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetLayer2Request) GetAgentId() string {
@@ -609,7 +715,7 @@ type TimelineDay struct {
 
 func (x *TimelineDay) Reset() {
 	*x = TimelineDay{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +727,7 @@ func (x *TimelineDay) String() string {
 func (*TimelineDay) ProtoMessage() {}
 
 func (x *TimelineDay) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +740,7 @@ func (x *TimelineDay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineDay.ProtoReflect.Descriptor instead.
 func (*TimelineDay) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{5}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TimelineDay) GetDate() string {
@@ -670,7 +776,7 @@ type RunRecord struct {
 
 func (x *RunRecord) Reset() {
 	*x = RunRecord{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +788,7 @@ func (x *RunRecord) String() string {
 func (*RunRecord) ProtoMessage() {}
 
 func (x *RunRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +801,7 @@ func (x *RunRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRecord.ProtoReflect.Descriptor instead.
 func (*RunRecord) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{6}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunRecord) GetRunId() string {
@@ -736,7 +842,7 @@ type GetLayer2Response struct {
 
 func (x *GetLayer2Response) Reset() {
 	*x = GetLayer2Response{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +854,7 @@ func (x *GetLayer2Response) String() string {
 func (*GetLayer2Response) ProtoMessage() {}
 
 func (x *GetLayer2Response) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +867,7 @@ func (x *GetLayer2Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLayer2Response.ProtoReflect.Descriptor instead.
 func (*GetLayer2Response) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{7}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetLayer2Response) GetAgentId() string {
@@ -840,7 +946,7 @@ type AssembleContextRequest struct {
 
 func (x *AssembleContextRequest) Reset() {
 	*x = AssembleContextRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +958,7 @@ func (x *AssembleContextRequest) String() string {
 func (*AssembleContextRequest) ProtoMessage() {}
 
 func (x *AssembleContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +971,7 @@ func (x *AssembleContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssembleContextRequest.ProtoReflect.Descriptor instead.
 func (*AssembleContextRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{8}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AssembleContextRequest) GetAgentId() string {
@@ -931,7 +1037,7 @@ type ContextSection struct {
 
 func (x *ContextSection) Reset() {
 	*x = ContextSection{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1049,7 @@ func (x *ContextSection) String() string {
 func (*ContextSection) ProtoMessage() {}
 
 func (x *ContextSection) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1062,7 @@ func (x *ContextSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextSection.ProtoReflect.Descriptor instead.
 func (*ContextSection) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{9}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ContextSection) GetKind() string {
@@ -1041,7 +1147,7 @@ type AssembleContextResponse struct {
 
 func (x *AssembleContextResponse) Reset() {
 	*x = AssembleContextResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +1159,7 @@ func (x *AssembleContextResponse) String() string {
 func (*AssembleContextResponse) ProtoMessage() {}
 
 func (x *AssembleContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,7 +1172,7 @@ func (x *AssembleContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssembleContextResponse.ProtoReflect.Descriptor instead.
 func (*AssembleContextResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{10}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AssembleContextResponse) GetAgentId() string {
@@ -1153,7 +1259,7 @@ type DiffMemoryRequest struct {
 
 func (x *DiffMemoryRequest) Reset() {
 	*x = DiffMemoryRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1271,7 @@ func (x *DiffMemoryRequest) String() string {
 func (*DiffMemoryRequest) ProtoMessage() {}
 
 func (x *DiffMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1284,7 @@ func (x *DiffMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffMemoryRequest.ProtoReflect.Descriptor instead.
 func (*DiffMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{11}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DiffMemoryRequest) GetAgentId() string {
@@ -1243,7 +1349,7 @@ type DiffStats struct {
 
 func (x *DiffStats) Reset() {
 	*x = DiffStats{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1361,7 @@ func (x *DiffStats) String() string {
 func (*DiffStats) ProtoMessage() {}
 
 func (x *DiffStats) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1374,7 @@ func (x *DiffStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffStats.ProtoReflect.Descriptor instead.
 func (*DiffStats) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{12}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DiffStats) GetCommits() int32 {
@@ -1315,7 +1421,7 @@ type ItemChange struct {
 
 func (x *ItemChange) Reset() {
 	*x = ItemChange{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1433,7 @@ func (x *ItemChange) String() string {
 func (*ItemChange) ProtoMessage() {}
 
 func (x *ItemChange) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1446,7 @@ func (x *ItemChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemChange.ProtoReflect.Descriptor instead.
 func (*ItemChange) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{13}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ItemChange) GetItem() string {
@@ -1408,7 +1514,7 @@ type DiffMemoryResponse struct {
 
 func (x *DiffMemoryResponse) Reset() {
 	*x = DiffMemoryResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1526,7 @@ func (x *DiffMemoryResponse) String() string {
 func (*DiffMemoryResponse) ProtoMessage() {}
 
 func (x *DiffMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1539,7 @@ func (x *DiffMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffMemoryResponse.ProtoReflect.Descriptor instead.
 func (*DiffMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{14}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DiffMemoryResponse) GetAgentId() string {
@@ -1530,7 +1636,7 @@ type ListHistoryRequest struct {
 
 func (x *ListHistoryRequest) Reset() {
 	*x = ListHistoryRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1648,7 @@ func (x *ListHistoryRequest) String() string {
 func (*ListHistoryRequest) ProtoMessage() {}
 
 func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1661,7 @@ func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryRequest.ProtoReflect.Descriptor instead.
 func (*ListHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{15}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListHistoryRequest) GetAgentId() string {
@@ -1611,7 +1717,7 @@ type ListHistoryResponse struct {
 
 func (x *ListHistoryResponse) Reset() {
 	*x = ListHistoryResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1729,7 @@ func (x *ListHistoryResponse) String() string {
 func (*ListHistoryResponse) ProtoMessage() {}
 
 func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1742,7 @@ func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryResponse.ProtoReflect.Descriptor instead.
 func (*ListHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{16}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListHistoryResponse) GetCommits() []*CommitInfo {
@@ -1662,7 +1768,7 @@ type GetAgentStatusRequest struct {
 
 func (x *GetAgentStatusRequest) Reset() {
 	*x = GetAgentStatusRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +1780,7 @@ func (x *GetAgentStatusRequest) String() string {
 func (*GetAgentStatusRequest) ProtoMessage() {}
 
 func (x *GetAgentStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +1793,7 @@ func (x *GetAgentStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentStatusRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{17}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetAgentStatusRequest) GetAgentId() string {
@@ -1709,7 +1815,7 @@ type LayerUsage struct {
 
 func (x *LayerUsage) Reset() {
 	*x = LayerUsage{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1827,7 @@ func (x *LayerUsage) String() string {
 func (*LayerUsage) ProtoMessage() {}
 
 func (x *LayerUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1840,7 @@ func (x *LayerUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LayerUsage.ProtoReflect.Descriptor instead.
 func (*LayerUsage) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{18}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LayerUsage) GetFile() string {
@@ -1778,7 +1884,7 @@ type GetAgentStatusResponse struct {
 
 func (x *GetAgentStatusResponse) Reset() {
 	*x = GetAgentStatusResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[19]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1790,7 +1896,7 @@ func (x *GetAgentStatusResponse) String() string {
 func (*GetAgentStatusResponse) ProtoMessage() {}
 
 func (x *GetAgentStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[19]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1803,7 +1909,7 @@ func (x *GetAgentStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentStatusResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{19}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetAgentStatusResponse) GetAgentId() string {
@@ -1866,7 +1972,13 @@ var File_gardenbloom_memory_v1_context_assembly_proto protoreflect.FileDescripto
 
 const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\n" +
-	",gardenbloom/memory/v1/context_assembly.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x89\x03\n" +
+	",gardenbloom/memory/v1/context_assembly.proto\x12\x15gardenbloom.memory.v1\x1a#gardenbloom/memory/v1/episode.proto\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\\\n" +
+	"\x14GetStaleFactsRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12)\n" +
+	"\x10include_archived\x18\x02 \x01(\bR\x0fincludeArchived\"g\n" +
+	"\x15GetStaleFactsResponse\x126\n" +
+	"\x05facts\x18\x01 \x03(\v2 .gardenbloom.memory.v1.StaleFactR\x05facts\x12\x16\n" +
+	"\x06commit\x18\x02 \x01(\tR\x06commit\"\x89\x03\n" +
 	"\x11ReadMemoryRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x123\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x1f.gardenbloom.memory.v1.ReadModeR\x04mode\x12\x1d\n" +
@@ -2047,7 +2159,7 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"DiffFormat\x12\x1b\n" +
 	"\x17DIFF_FORMAT_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13DIFF_FORMAT_UNIFIED\x10\x01\x12\x15\n" +
-	"\x11DIFF_FORMAT_FACTS\x10\x022\xc7\a\n" +
+	"\x11DIFF_FORMAT_FACTS\x10\x022\xe2\b\n" +
 	"\x16ContextAssemblyService\x12\xa9\x01\n" +
 	"\n" +
 	"ReadMemory\x12(.gardenbloom.memory.v1.ReadMemoryRequest\x1a).gardenbloom.memory.v1.ReadMemoryResponse\"F\x82\xd3\xe4\x93\x02=Z\":\x01*\"\x1d/v1/memory/{agent_id}/context\x12\x17/memory/{agent_id}/read\x90\x02\x01\x12y\n" +
@@ -2056,7 +2168,8 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\n" +
 	"DiffMemory\x12(.gardenbloom.memory.v1.DiffMemoryRequest\x1a).gardenbloom.memory.v1.DiffMemoryResponse\"C\x82\xd3\xe4\x93\x02:Z\x1f:\x01*\"\x1a/v1/memory/{agent_id}/diff\x12\x17/memory/{agent_id}/diff\x90\x02\x01\x12\xb4\x01\n" +
 	"\vListHistory\x12).gardenbloom.memory.v1.ListHistoryRequest\x1a*.gardenbloom.memory.v1.ListHistoryResponse\"N\x82\xd3\xe4\x93\x02EZ'\x12%/v1/memory/{agent_id}/recent-timeline\x12\x1a/memory/{agent_id}/history\x90\x02\x01\x12\x96\x01\n" +
-	"\x0eGetAgentStatus\x12,.gardenbloom.memory.v1.GetAgentStatusRequest\x1a-.gardenbloom.memory.v1.GetAgentStatusResponse\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/memory/{agent_id}/status\x90\x02\x01BFZDgithub.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1;memoryv1b\x06proto3"
+	"\x0eGetAgentStatus\x12,.gardenbloom.memory.v1.GetAgentStatusRequest\x1a-.gardenbloom.memory.v1.GetAgentStatusResponse\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/memory/{agent_id}/status\x90\x02\x01\x12\x98\x01\n" +
+	"\rGetStaleFacts\x12+.gardenbloom.memory.v1.GetStaleFactsRequest\x1a,.gardenbloom.memory.v1.GetStaleFactsResponse\",\x82\xd3\xe4\x93\x02#\x12!/v1/memory/{agent_id}/stale-facts\x90\x02\x01BFZDgithub.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1;memoryv1b\x06proto3"
 
 var (
 	file_gardenbloom_memory_v1_context_assembly_proto_rawDescOnce sync.Once
@@ -2071,85 +2184,91 @@ func file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP() []byte {
 }
 
 var file_gardenbloom_memory_v1_context_assembly_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_gardenbloom_memory_v1_context_assembly_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_gardenbloom_memory_v1_context_assembly_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_gardenbloom_memory_v1_context_assembly_proto_goTypes = []any{
 	(DiffFormat)(0),                 // 0: gardenbloom.memory.v1.DiffFormat
-	(*ReadMemoryRequest)(nil),       // 1: gardenbloom.memory.v1.ReadMemoryRequest
-	(*ReadOptions)(nil),             // 2: gardenbloom.memory.v1.ReadOptions
-	(*FileContent)(nil),             // 3: gardenbloom.memory.v1.FileContent
-	(*ReadMemoryResponse)(nil),      // 4: gardenbloom.memory.v1.ReadMemoryResponse
-	(*GetLayer2Request)(nil),        // 5: gardenbloom.memory.v1.GetLayer2Request
-	(*TimelineDay)(nil),             // 6: gardenbloom.memory.v1.TimelineDay
-	(*RunRecord)(nil),               // 7: gardenbloom.memory.v1.RunRecord
-	(*GetLayer2Response)(nil),       // 8: gardenbloom.memory.v1.GetLayer2Response
-	(*AssembleContextRequest)(nil),  // 9: gardenbloom.memory.v1.AssembleContextRequest
-	(*ContextSection)(nil),          // 10: gardenbloom.memory.v1.ContextSection
-	(*AssembleContextResponse)(nil), // 11: gardenbloom.memory.v1.AssembleContextResponse
-	(*DiffMemoryRequest)(nil),       // 12: gardenbloom.memory.v1.DiffMemoryRequest
-	(*DiffStats)(nil),               // 13: gardenbloom.memory.v1.DiffStats
-	(*ItemChange)(nil),              // 14: gardenbloom.memory.v1.ItemChange
-	(*DiffMemoryResponse)(nil),      // 15: gardenbloom.memory.v1.DiffMemoryResponse
-	(*ListHistoryRequest)(nil),      // 16: gardenbloom.memory.v1.ListHistoryRequest
-	(*ListHistoryResponse)(nil),     // 17: gardenbloom.memory.v1.ListHistoryResponse
-	(*GetAgentStatusRequest)(nil),   // 18: gardenbloom.memory.v1.GetAgentStatusRequest
-	(*LayerUsage)(nil),              // 19: gardenbloom.memory.v1.LayerUsage
-	(*GetAgentStatusResponse)(nil),  // 20: gardenbloom.memory.v1.GetAgentStatusResponse
-	nil,                             // 21: gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
-	nil,                             // 22: gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
-	nil,                             // 23: gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
-	nil,                             // 24: gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
-	(ReadMode)(0),                   // 25: gardenbloom.memory.v1.ReadMode
-	(*timestamppb.Timestamp)(nil),   // 26: google.protobuf.Timestamp
-	(*MemoryMeta)(nil),              // 27: gardenbloom.memory.v1.MemoryMeta
-	(*Decision)(nil),                // 28: gardenbloom.memory.v1.Decision
-	(*Span)(nil),                    // 29: gardenbloom.memory.v1.Span
-	(ChangeKind)(0),                 // 30: gardenbloom.memory.v1.ChangeKind
-	(*CommitInfo)(nil),              // 31: gardenbloom.memory.v1.CommitInfo
+	(*GetStaleFactsRequest)(nil),    // 1: gardenbloom.memory.v1.GetStaleFactsRequest
+	(*GetStaleFactsResponse)(nil),   // 2: gardenbloom.memory.v1.GetStaleFactsResponse
+	(*ReadMemoryRequest)(nil),       // 3: gardenbloom.memory.v1.ReadMemoryRequest
+	(*ReadOptions)(nil),             // 4: gardenbloom.memory.v1.ReadOptions
+	(*FileContent)(nil),             // 5: gardenbloom.memory.v1.FileContent
+	(*ReadMemoryResponse)(nil),      // 6: gardenbloom.memory.v1.ReadMemoryResponse
+	(*GetLayer2Request)(nil),        // 7: gardenbloom.memory.v1.GetLayer2Request
+	(*TimelineDay)(nil),             // 8: gardenbloom.memory.v1.TimelineDay
+	(*RunRecord)(nil),               // 9: gardenbloom.memory.v1.RunRecord
+	(*GetLayer2Response)(nil),       // 10: gardenbloom.memory.v1.GetLayer2Response
+	(*AssembleContextRequest)(nil),  // 11: gardenbloom.memory.v1.AssembleContextRequest
+	(*ContextSection)(nil),          // 12: gardenbloom.memory.v1.ContextSection
+	(*AssembleContextResponse)(nil), // 13: gardenbloom.memory.v1.AssembleContextResponse
+	(*DiffMemoryRequest)(nil),       // 14: gardenbloom.memory.v1.DiffMemoryRequest
+	(*DiffStats)(nil),               // 15: gardenbloom.memory.v1.DiffStats
+	(*ItemChange)(nil),              // 16: gardenbloom.memory.v1.ItemChange
+	(*DiffMemoryResponse)(nil),      // 17: gardenbloom.memory.v1.DiffMemoryResponse
+	(*ListHistoryRequest)(nil),      // 18: gardenbloom.memory.v1.ListHistoryRequest
+	(*ListHistoryResponse)(nil),     // 19: gardenbloom.memory.v1.ListHistoryResponse
+	(*GetAgentStatusRequest)(nil),   // 20: gardenbloom.memory.v1.GetAgentStatusRequest
+	(*LayerUsage)(nil),              // 21: gardenbloom.memory.v1.LayerUsage
+	(*GetAgentStatusResponse)(nil),  // 22: gardenbloom.memory.v1.GetAgentStatusResponse
+	nil,                             // 23: gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
+	nil,                             // 24: gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
+	nil,                             // 25: gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
+	nil,                             // 26: gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
+	(*StaleFact)(nil),               // 27: gardenbloom.memory.v1.StaleFact
+	(ReadMode)(0),                   // 28: gardenbloom.memory.v1.ReadMode
+	(*timestamppb.Timestamp)(nil),   // 29: google.protobuf.Timestamp
+	(*MemoryMeta)(nil),              // 30: gardenbloom.memory.v1.MemoryMeta
+	(*Decision)(nil),                // 31: gardenbloom.memory.v1.Decision
+	(*Span)(nil),                    // 32: gardenbloom.memory.v1.Span
+	(ChangeKind)(0),                 // 33: gardenbloom.memory.v1.ChangeKind
+	(*CommitInfo)(nil),              // 34: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_context_assembly_proto_depIdxs = []int32{
-	25, // 0: gardenbloom.memory.v1.ReadMemoryRequest.mode:type_name -> gardenbloom.memory.v1.ReadMode
-	25, // 1: gardenbloom.memory.v1.ReadMemoryRequest.depth:type_name -> gardenbloom.memory.v1.ReadMode
-	2,  // 2: gardenbloom.memory.v1.ReadMemoryRequest.options:type_name -> gardenbloom.memory.v1.ReadOptions
-	26, // 3: gardenbloom.memory.v1.ReadMemoryResponse.loaded_at:type_name -> google.protobuf.Timestamp
-	25, // 4: gardenbloom.memory.v1.ReadMemoryResponse.mode:type_name -> gardenbloom.memory.v1.ReadMode
-	21, // 5: gardenbloom.memory.v1.ReadMemoryResponse.content:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
-	3,  // 6: gardenbloom.memory.v1.ReadMemoryResponse.files:type_name -> gardenbloom.memory.v1.FileContent
-	27, // 7: gardenbloom.memory.v1.ReadMemoryResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
-	22, // 8: gardenbloom.memory.v1.ReadMemoryResponse.diffs:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
-	28, // 9: gardenbloom.memory.v1.GetLayer2Response.decisions:type_name -> gardenbloom.memory.v1.Decision
-	6,  // 10: gardenbloom.memory.v1.GetLayer2Response.timeline:type_name -> gardenbloom.memory.v1.TimelineDay
-	7,  // 11: gardenbloom.memory.v1.GetLayer2Response.runs:type_name -> gardenbloom.memory.v1.RunRecord
-	29, // 12: gardenbloom.memory.v1.ContextSection.span:type_name -> gardenbloom.memory.v1.Span
-	26, // 13: gardenbloom.memory.v1.AssembleContextResponse.assembled_at:type_name -> google.protobuf.Timestamp
-	10, // 14: gardenbloom.memory.v1.AssembleContextResponse.sections:type_name -> gardenbloom.memory.v1.ContextSection
-	23, // 15: gardenbloom.memory.v1.AssembleContextResponse.tokens_by_layer:type_name -> gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
-	0,  // 16: gardenbloom.memory.v1.DiffMemoryRequest.format:type_name -> gardenbloom.memory.v1.DiffFormat
-	30, // 17: gardenbloom.memory.v1.ItemChange.change:type_name -> gardenbloom.memory.v1.ChangeKind
-	26, // 18: gardenbloom.memory.v1.DiffMemoryResponse.from_date:type_name -> google.protobuf.Timestamp
-	26, // 19: gardenbloom.memory.v1.DiffMemoryResponse.to_date:type_name -> google.protobuf.Timestamp
-	24, // 20: gardenbloom.memory.v1.DiffMemoryResponse.diff:type_name -> gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
-	13, // 21: gardenbloom.memory.v1.DiffMemoryResponse.stats:type_name -> gardenbloom.memory.v1.DiffStats
-	14, // 22: gardenbloom.memory.v1.DiffMemoryResponse.changes:type_name -> gardenbloom.memory.v1.ItemChange
-	31, // 23: gardenbloom.memory.v1.ListHistoryResponse.commits:type_name -> gardenbloom.memory.v1.CommitInfo
-	27, // 24: gardenbloom.memory.v1.GetAgentStatusResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
-	19, // 25: gardenbloom.memory.v1.GetAgentStatusResponse.layer1:type_name -> gardenbloom.memory.v1.LayerUsage
-	1,  // 26: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:input_type -> gardenbloom.memory.v1.ReadMemoryRequest
-	5,  // 27: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:input_type -> gardenbloom.memory.v1.GetLayer2Request
-	9,  // 28: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:input_type -> gardenbloom.memory.v1.AssembleContextRequest
-	12, // 29: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:input_type -> gardenbloom.memory.v1.DiffMemoryRequest
-	16, // 30: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:input_type -> gardenbloom.memory.v1.ListHistoryRequest
-	18, // 31: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:input_type -> gardenbloom.memory.v1.GetAgentStatusRequest
-	4,  // 32: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:output_type -> gardenbloom.memory.v1.ReadMemoryResponse
-	8,  // 33: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:output_type -> gardenbloom.memory.v1.GetLayer2Response
-	11, // 34: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:output_type -> gardenbloom.memory.v1.AssembleContextResponse
-	15, // 35: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:output_type -> gardenbloom.memory.v1.DiffMemoryResponse
-	17, // 36: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:output_type -> gardenbloom.memory.v1.ListHistoryResponse
-	20, // 37: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:output_type -> gardenbloom.memory.v1.GetAgentStatusResponse
-	32, // [32:38] is the sub-list for method output_type
-	26, // [26:32] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	27, // 0: gardenbloom.memory.v1.GetStaleFactsResponse.facts:type_name -> gardenbloom.memory.v1.StaleFact
+	28, // 1: gardenbloom.memory.v1.ReadMemoryRequest.mode:type_name -> gardenbloom.memory.v1.ReadMode
+	28, // 2: gardenbloom.memory.v1.ReadMemoryRequest.depth:type_name -> gardenbloom.memory.v1.ReadMode
+	4,  // 3: gardenbloom.memory.v1.ReadMemoryRequest.options:type_name -> gardenbloom.memory.v1.ReadOptions
+	29, // 4: gardenbloom.memory.v1.ReadMemoryResponse.loaded_at:type_name -> google.protobuf.Timestamp
+	28, // 5: gardenbloom.memory.v1.ReadMemoryResponse.mode:type_name -> gardenbloom.memory.v1.ReadMode
+	23, // 6: gardenbloom.memory.v1.ReadMemoryResponse.content:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
+	5,  // 7: gardenbloom.memory.v1.ReadMemoryResponse.files:type_name -> gardenbloom.memory.v1.FileContent
+	30, // 8: gardenbloom.memory.v1.ReadMemoryResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
+	24, // 9: gardenbloom.memory.v1.ReadMemoryResponse.diffs:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
+	31, // 10: gardenbloom.memory.v1.GetLayer2Response.decisions:type_name -> gardenbloom.memory.v1.Decision
+	8,  // 11: gardenbloom.memory.v1.GetLayer2Response.timeline:type_name -> gardenbloom.memory.v1.TimelineDay
+	9,  // 12: gardenbloom.memory.v1.GetLayer2Response.runs:type_name -> gardenbloom.memory.v1.RunRecord
+	32, // 13: gardenbloom.memory.v1.ContextSection.span:type_name -> gardenbloom.memory.v1.Span
+	29, // 14: gardenbloom.memory.v1.AssembleContextResponse.assembled_at:type_name -> google.protobuf.Timestamp
+	12, // 15: gardenbloom.memory.v1.AssembleContextResponse.sections:type_name -> gardenbloom.memory.v1.ContextSection
+	25, // 16: gardenbloom.memory.v1.AssembleContextResponse.tokens_by_layer:type_name -> gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
+	0,  // 17: gardenbloom.memory.v1.DiffMemoryRequest.format:type_name -> gardenbloom.memory.v1.DiffFormat
+	33, // 18: gardenbloom.memory.v1.ItemChange.change:type_name -> gardenbloom.memory.v1.ChangeKind
+	29, // 19: gardenbloom.memory.v1.DiffMemoryResponse.from_date:type_name -> google.protobuf.Timestamp
+	29, // 20: gardenbloom.memory.v1.DiffMemoryResponse.to_date:type_name -> google.protobuf.Timestamp
+	26, // 21: gardenbloom.memory.v1.DiffMemoryResponse.diff:type_name -> gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
+	15, // 22: gardenbloom.memory.v1.DiffMemoryResponse.stats:type_name -> gardenbloom.memory.v1.DiffStats
+	16, // 23: gardenbloom.memory.v1.DiffMemoryResponse.changes:type_name -> gardenbloom.memory.v1.ItemChange
+	34, // 24: gardenbloom.memory.v1.ListHistoryResponse.commits:type_name -> gardenbloom.memory.v1.CommitInfo
+	30, // 25: gardenbloom.memory.v1.GetAgentStatusResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
+	21, // 26: gardenbloom.memory.v1.GetAgentStatusResponse.layer1:type_name -> gardenbloom.memory.v1.LayerUsage
+	3,  // 27: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:input_type -> gardenbloom.memory.v1.ReadMemoryRequest
+	7,  // 28: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:input_type -> gardenbloom.memory.v1.GetLayer2Request
+	11, // 29: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:input_type -> gardenbloom.memory.v1.AssembleContextRequest
+	14, // 30: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:input_type -> gardenbloom.memory.v1.DiffMemoryRequest
+	18, // 31: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:input_type -> gardenbloom.memory.v1.ListHistoryRequest
+	20, // 32: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:input_type -> gardenbloom.memory.v1.GetAgentStatusRequest
+	1,  // 33: gardenbloom.memory.v1.ContextAssemblyService.GetStaleFacts:input_type -> gardenbloom.memory.v1.GetStaleFactsRequest
+	6,  // 34: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:output_type -> gardenbloom.memory.v1.ReadMemoryResponse
+	10, // 35: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:output_type -> gardenbloom.memory.v1.GetLayer2Response
+	13, // 36: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:output_type -> gardenbloom.memory.v1.AssembleContextResponse
+	17, // 37: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:output_type -> gardenbloom.memory.v1.DiffMemoryResponse
+	19, // 38: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:output_type -> gardenbloom.memory.v1.ListHistoryResponse
+	22, // 39: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:output_type -> gardenbloom.memory.v1.GetAgentStatusResponse
+	2,  // 40: gardenbloom.memory.v1.ContextAssemblyService.GetStaleFacts:output_type -> gardenbloom.memory.v1.GetStaleFactsResponse
+	34, // [34:41] is the sub-list for method output_type
+	27, // [27:34] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_context_assembly_proto_init() }
@@ -2157,6 +2276,7 @@ func file_gardenbloom_memory_v1_context_assembly_proto_init() {
 	if File_gardenbloom_memory_v1_context_assembly_proto != nil {
 		return
 	}
+	file_gardenbloom_memory_v1_episode_proto_init()
 	file_gardenbloom_memory_v1_types_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2164,7 +2284,7 @@ func file_gardenbloom_memory_v1_context_assembly_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gardenbloom_memory_v1_context_assembly_proto_rawDesc), len(file_gardenbloom_memory_v1_context_assembly_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

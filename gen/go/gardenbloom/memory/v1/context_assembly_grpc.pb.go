@@ -25,6 +25,7 @@ const (
 	ContextAssemblyService_DiffMemory_FullMethodName      = "/gardenbloom.memory.v1.ContextAssemblyService/DiffMemory"
 	ContextAssemblyService_ListHistory_FullMethodName     = "/gardenbloom.memory.v1.ContextAssemblyService/ListHistory"
 	ContextAssemblyService_GetAgentStatus_FullMethodName  = "/gardenbloom.memory.v1.ContextAssemblyService/GetAgentStatus"
+	ContextAssemblyService_GetStaleFacts_FullMethodName   = "/gardenbloom.memory.v1.ContextAssemblyService/GetStaleFacts"
 )
 
 // ContextAssemblyServiceClient is the client API for ContextAssemblyService service.
@@ -49,6 +50,9 @@ type ContextAssemblyServiceClient interface {
 	// An agent's memory at a glance: version, head commit, Layer 1 token use
 	// against the hard limits (DiffMem adapter `status`).
 	GetAgentStatus(ctx context.Context, in *GetAgentStatusRequest, opts ...grpc.CallOption) (*GetAgentStatusResponse, error)
+	// Facts whose TTL has run out, or that are marked stale (memory-bridge §4
+	// get_stale_facts), oldest expiry first.
+	GetStaleFacts(ctx context.Context, in *GetStaleFactsRequest, opts ...grpc.CallOption) (*GetStaleFactsResponse, error)
 }
 
 type contextAssemblyServiceClient struct {
@@ -119,6 +123,16 @@ func (c *contextAssemblyServiceClient) GetAgentStatus(ctx context.Context, in *G
 	return out, nil
 }
 
+func (c *contextAssemblyServiceClient) GetStaleFacts(ctx context.Context, in *GetStaleFactsRequest, opts ...grpc.CallOption) (*GetStaleFactsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetStaleFactsResponse)
+	err := c.cc.Invoke(ctx, ContextAssemblyService_GetStaleFacts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ContextAssemblyServiceServer is the server API for ContextAssemblyService service.
 // All implementations must embed UnimplementedContextAssemblyServiceServer
 // for forward compatibility.
@@ -141,6 +155,9 @@ type ContextAssemblyServiceServer interface {
 	// An agent's memory at a glance: version, head commit, Layer 1 token use
 	// against the hard limits (DiffMem adapter `status`).
 	GetAgentStatus(context.Context, *GetAgentStatusRequest) (*GetAgentStatusResponse, error)
+	// Facts whose TTL has run out, or that are marked stale (memory-bridge §4
+	// get_stale_facts), oldest expiry first.
+	GetStaleFacts(context.Context, *GetStaleFactsRequest) (*GetStaleFactsResponse, error)
 	mustEmbedUnimplementedContextAssemblyServiceServer()
 }
 
@@ -168,6 +185,9 @@ func (UnimplementedContextAssemblyServiceServer) ListHistory(context.Context, *L
 }
 func (UnimplementedContextAssemblyServiceServer) GetAgentStatus(context.Context, *GetAgentStatusRequest) (*GetAgentStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetAgentStatus not implemented")
+}
+func (UnimplementedContextAssemblyServiceServer) GetStaleFacts(context.Context, *GetStaleFactsRequest) (*GetStaleFactsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetStaleFacts not implemented")
 }
 func (UnimplementedContextAssemblyServiceServer) mustEmbedUnimplementedContextAssemblyServiceServer() {
 }
@@ -299,6 +319,24 @@ func _ContextAssemblyService_GetAgentStatus_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ContextAssemblyService_GetStaleFacts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetStaleFactsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextAssemblyServiceServer).GetStaleFacts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextAssemblyService_GetStaleFacts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextAssemblyServiceServer).GetStaleFacts(ctx, req.(*GetStaleFactsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ContextAssemblyService_ServiceDesc is the grpc.ServiceDesc for ContextAssemblyService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -329,6 +367,10 @@ var ContextAssemblyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetAgentStatus",
 			Handler:    _ContextAssemblyService_GetAgentStatus_Handler,
+		},
+		{
+			MethodName: "GetStaleFacts",
+			Handler:    _ContextAssemblyService_GetStaleFacts_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -168,6 +168,271 @@ func (x *ProposeRequest) GetAutoApprove() bool {
 	return false
 }
 
+type IngestEpisodeRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Episode *Episode               `protobuf:"bytes,2,opt,name=episode,proto3" json:"episode,omitempty"`
+	// The agent's auto-approve hint, as for Propose.
+	AutoApprove   *bool `protobuf:"varint,3,opt,name=auto_approve,json=autoApprove,proto3,oneof" json:"auto_approve,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestEpisodeRequest) Reset() {
+	*x = IngestEpisodeRequest{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestEpisodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestEpisodeRequest) ProtoMessage() {}
+
+func (x *IngestEpisodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestEpisodeRequest.ProtoReflect.Descriptor instead.
+func (*IngestEpisodeRequest) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *IngestEpisodeRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *IngestEpisodeRequest) GetEpisode() *Episode {
+	if x != nil {
+		return x.Episode
+	}
+	return nil
+}
+
+func (x *IngestEpisodeRequest) GetAutoApprove() bool {
+	if x != nil && x.AutoApprove != nil {
+		return *x.AutoApprove
+	}
+	return false
+}
+
+type IngestEpisodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The proposal the episode became (the same one when re-ingested).
+	Proposal *ProposeResponse `protobuf:"bytes,1,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	// The episode's id (given or derived).
+	EpisodeId string `protobuf:"bytes,2,opt,name=episode_id,json=episodeId,proto3" json:"episode_id,omitempty"`
+	// The run file written, relative to the agent folder.
+	RunFile string `protobuf:"bytes,3,opt,name=run_file,json=runFile,proto3" json:"run_file,omitempty"`
+	// True when this episode was ingested before and its proposal is returned.
+	Duplicate     bool `protobuf:"varint,4,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestEpisodeResponse) Reset() {
+	*x = IngestEpisodeResponse{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestEpisodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestEpisodeResponse) ProtoMessage() {}
+
+func (x *IngestEpisodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestEpisodeResponse.ProtoReflect.Descriptor instead.
+func (*IngestEpisodeResponse) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *IngestEpisodeResponse) GetProposal() *ProposeResponse {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
+func (x *IngestEpisodeResponse) GetEpisodeId() string {
+	if x != nil {
+		return x.EpisodeId
+	}
+	return ""
+}
+
+func (x *IngestEpisodeResponse) GetRunFile() string {
+	if x != nil {
+		return x.RunFile
+	}
+	return ""
+}
+
+func (x *IngestEpisodeResponse) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+type SetFactTTLRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// The fact: its exact line in facts.md, or its text without the "- ".
+	Fact string `protobuf:"bytes,2,opt,name=fact,proto3" json:"fact,omitempty"`
+	// Time to live from now; 0 removes the fact's TTL.
+	Ttl *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// What happens at expiry; default mark_stale.
+	OnExpire      TTLAction `protobuf:"varint,4,opt,name=on_expire,json=onExpire,proto3,enum=gardenbloom.memory.v1.TTLAction" json:"on_expire,omitempty"`
+	RunId         string    `protobuf:"bytes,5,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetFactTTLRequest) Reset() {
+	*x = SetFactTTLRequest{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetFactTTLRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetFactTTLRequest) ProtoMessage() {}
+
+func (x *SetFactTTLRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetFactTTLRequest.ProtoReflect.Descriptor instead.
+func (*SetFactTTLRequest) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SetFactTTLRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *SetFactTTLRequest) GetFact() string {
+	if x != nil {
+		return x.Fact
+	}
+	return ""
+}
+
+func (x *SetFactTTLRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *SetFactTTLRequest) GetOnExpire() TTLAction {
+	if x != nil {
+		return x.OnExpire
+	}
+	return TTLAction_TTL_ACTION_UNSPECIFIED
+}
+
+func (x *SetFactTTLRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+type SetFactTTLResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Proposal *ProposeResponse       `protobuf:"bytes,1,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	// When the fact expires (absent when the TTL was removed).
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetFactTTLResponse) Reset() {
+	*x = SetFactTTLResponse{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetFactTTLResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetFactTTLResponse) ProtoMessage() {}
+
+func (x *SetFactTTLResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetFactTTLResponse.ProtoReflect.Descriptor instead.
+func (*SetFactTTLResponse) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SetFactTTLResponse) GetProposal() *ProposeResponse {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
+func (x *SetFactTTLResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 // ProcessSessionRequest is a proposal to stage (REST: the ProposeRequest body).
 type ProcessSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -178,7 +443,7 @@ type ProcessSessionRequest struct {
 
 func (x *ProcessSessionRequest) Reset() {
 	*x = ProcessSessionRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -190,7 +455,7 @@ func (x *ProcessSessionRequest) String() string {
 func (*ProcessSessionRequest) ProtoMessage() {}
 
 func (x *ProcessSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -203,7 +468,7 @@ func (x *ProcessSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessSessionRequest.ProtoReflect.Descriptor instead.
 func (*ProcessSessionRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{1}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ProcessSessionRequest) GetProposal() *ProposeRequest {
@@ -223,7 +488,7 @@ type ProcessSessionResponse struct {
 
 func (x *ProcessSessionResponse) Reset() {
 	*x = ProcessSessionResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -235,7 +500,7 @@ func (x *ProcessSessionResponse) String() string {
 func (*ProcessSessionResponse) ProtoMessage() {}
 
 func (x *ProcessSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -248,7 +513,7 @@ func (x *ProcessSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessSessionResponse.ProtoReflect.Descriptor instead.
 func (*ProcessSessionResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{2}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProcessSessionResponse) GetProposal() *ProposeResponse {
@@ -268,7 +533,7 @@ type CommitSessionResponse struct {
 
 func (x *CommitSessionResponse) Reset() {
 	*x = CommitSessionResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -280,7 +545,7 @@ func (x *CommitSessionResponse) String() string {
 func (*CommitSessionResponse) ProtoMessage() {}
 
 func (x *CommitSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -293,7 +558,7 @@ func (x *CommitSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitSessionResponse.ProtoReflect.Descriptor instead.
 func (*CommitSessionResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{3}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CommitSessionResponse) GetProposal() *ProposeResponse {
@@ -313,7 +578,7 @@ type OnboardAgentResponse struct {
 
 func (x *OnboardAgentResponse) Reset() {
 	*x = OnboardAgentResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -325,7 +590,7 @@ func (x *OnboardAgentResponse) String() string {
 func (*OnboardAgentResponse) ProtoMessage() {}
 
 func (x *OnboardAgentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -338,7 +603,7 @@ func (x *OnboardAgentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnboardAgentResponse.ProtoReflect.Descriptor instead.
 func (*OnboardAgentResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{4}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *OnboardAgentResponse) GetProposal() *ProposeResponse {
@@ -359,7 +624,7 @@ type CommitSessionRequest struct {
 
 func (x *CommitSessionRequest) Reset() {
 	*x = CommitSessionRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -371,7 +636,7 @@ func (x *CommitSessionRequest) String() string {
 func (*CommitSessionRequest) ProtoMessage() {}
 
 func (x *CommitSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -384,7 +649,7 @@ func (x *CommitSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitSessionRequest.ProtoReflect.Descriptor instead.
 func (*CommitSessionRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{5}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CommitSessionRequest) GetAgentId() string {
@@ -414,7 +679,7 @@ type OnboardAgentRequest struct {
 
 func (x *OnboardAgentRequest) Reset() {
 	*x = OnboardAgentRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -426,7 +691,7 @@ func (x *OnboardAgentRequest) String() string {
 func (*OnboardAgentRequest) ProtoMessage() {}
 
 func (x *OnboardAgentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -439,7 +704,7 @@ func (x *OnboardAgentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnboardAgentRequest.ProtoReflect.Descriptor instead.
 func (*OnboardAgentRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{6}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OnboardAgentRequest) GetAgentId() string {
@@ -497,7 +762,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +774,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +787,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{7}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ProposeResponse) GetProposalId() string {
@@ -611,7 +876,7 @@ type GetProposalRequest struct {
 
 func (x *GetProposalRequest) Reset() {
 	*x = GetProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -623,7 +888,7 @@ func (x *GetProposalRequest) String() string {
 func (*GetProposalRequest) ProtoMessage() {}
 
 func (x *GetProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -636,7 +901,7 @@ func (x *GetProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProposalRequest.ProtoReflect.Descriptor instead.
 func (*GetProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{8}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetProposalRequest) GetProposalId() string {
@@ -655,7 +920,7 @@ type GetProposalResponse struct {
 
 func (x *GetProposalResponse) Reset() {
 	*x = GetProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +932,7 @@ func (x *GetProposalResponse) String() string {
 func (*GetProposalResponse) ProtoMessage() {}
 
 func (x *GetProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +945,7 @@ func (x *GetProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProposalResponse.ProtoReflect.Descriptor instead.
 func (*GetProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{9}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetProposalResponse) GetProposal() *Proposal {
@@ -705,7 +970,7 @@ type ListProposalsRequest struct {
 
 func (x *ListProposalsRequest) Reset() {
 	*x = ListProposalsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +982,7 @@ func (x *ListProposalsRequest) String() string {
 func (*ListProposalsRequest) ProtoMessage() {}
 
 func (x *ListProposalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +995,7 @@ func (x *ListProposalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProposalsRequest.ProtoReflect.Descriptor instead.
 func (*ListProposalsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{10}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListProposalsRequest) GetAgentId() string {
@@ -771,7 +1036,7 @@ type ListProposalsResponse struct {
 
 func (x *ListProposalsResponse) Reset() {
 	*x = ListProposalsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +1048,7 @@ func (x *ListProposalsResponse) String() string {
 func (*ListProposalsResponse) ProtoMessage() {}
 
 func (x *ListProposalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +1061,7 @@ func (x *ListProposalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProposalsResponse.ProtoReflect.Descriptor instead.
 func (*ListProposalsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{11}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListProposalsResponse) GetProposals() []*Proposal {
@@ -823,7 +1088,7 @@ type ApproveProposalRequest struct {
 
 func (x *ApproveProposalRequest) Reset() {
 	*x = ApproveProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +1100,7 @@ func (x *ApproveProposalRequest) String() string {
 func (*ApproveProposalRequest) ProtoMessage() {}
 
 func (x *ApproveProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +1113,7 @@ func (x *ApproveProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveProposalRequest.ProtoReflect.Descriptor instead.
 func (*ApproveProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{12}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApproveProposalRequest) GetProposalId() string {
@@ -874,7 +1139,7 @@ type ApproveProposalResponse struct {
 
 func (x *ApproveProposalResponse) Reset() {
 	*x = ApproveProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +1151,7 @@ func (x *ApproveProposalResponse) String() string {
 func (*ApproveProposalResponse) ProtoMessage() {}
 
 func (x *ApproveProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +1164,7 @@ func (x *ApproveProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveProposalResponse.ProtoReflect.Descriptor instead.
 func (*ApproveProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{13}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApproveProposalResponse) GetProposal() *Proposal {
@@ -920,7 +1185,7 @@ type RejectProposalRequest struct {
 
 func (x *RejectProposalRequest) Reset() {
 	*x = RejectProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -932,7 +1197,7 @@ func (x *RejectProposalRequest) String() string {
 func (*RejectProposalRequest) ProtoMessage() {}
 
 func (x *RejectProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -945,7 +1210,7 @@ func (x *RejectProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectProposalRequest.ProtoReflect.Descriptor instead.
 func (*RejectProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{14}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RejectProposalRequest) GetProposalId() string {
@@ -971,7 +1236,7 @@ type RejectProposalResponse struct {
 
 func (x *RejectProposalResponse) Reset() {
 	*x = RejectProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -983,7 +1248,7 @@ func (x *RejectProposalResponse) String() string {
 func (*RejectProposalResponse) ProtoMessage() {}
 
 func (x *RejectProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1261,7 @@ func (x *RejectProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectProposalResponse.ProtoReflect.Descriptor instead.
 func (*RejectProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{15}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RejectProposalResponse) GetProposal() *Proposal {
@@ -1016,7 +1281,7 @@ type RetryProposalRequest struct {
 
 func (x *RetryProposalRequest) Reset() {
 	*x = RetryProposalRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1293,7 @@ func (x *RetryProposalRequest) String() string {
 func (*RetryProposalRequest) ProtoMessage() {}
 
 func (x *RetryProposalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1306,7 @@ func (x *RetryProposalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryProposalRequest.ProtoReflect.Descriptor instead.
 func (*RetryProposalRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{16}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RetryProposalRequest) GetProposalId() string {
@@ -1067,7 +1332,7 @@ type RetryProposalResponse struct {
 
 func (x *RetryProposalResponse) Reset() {
 	*x = RetryProposalResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1344,7 @@ func (x *RetryProposalResponse) String() string {
 func (*RetryProposalResponse) ProtoMessage() {}
 
 func (x *RetryProposalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1357,7 @@ func (x *RetryProposalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryProposalResponse.ProtoReflect.Descriptor instead.
 func (*RetryProposalResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{17}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RetryProposalResponse) GetProposal() *Proposal {
@@ -1111,7 +1376,7 @@ type GetAgentPolicyRequest struct {
 
 func (x *GetAgentPolicyRequest) Reset() {
 	*x = GetAgentPolicyRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1388,7 @@ func (x *GetAgentPolicyRequest) String() string {
 func (*GetAgentPolicyRequest) ProtoMessage() {}
 
 func (x *GetAgentPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1401,7 @@ func (x *GetAgentPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{18}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetAgentPolicyRequest) GetAgentId() string {
@@ -1161,7 +1426,7 @@ type AgentPolicy struct {
 
 func (x *AgentPolicy) Reset() {
 	*x = AgentPolicy{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1173,7 +1438,7 @@ func (x *AgentPolicy) String() string {
 func (*AgentPolicy) ProtoMessage() {}
 
 func (x *AgentPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[19]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1186,7 +1451,7 @@ func (x *AgentPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentPolicy.ProtoReflect.Descriptor instead.
 func (*AgentPolicy) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{19}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AgentPolicy) GetAgentId() string {
@@ -1221,7 +1486,7 @@ type GetAgentPolicyResponse struct {
 
 func (x *GetAgentPolicyResponse) Reset() {
 	*x = GetAgentPolicyResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1498,7 @@ func (x *GetAgentPolicyResponse) String() string {
 func (*GetAgentPolicyResponse) ProtoMessage() {}
 
 func (x *GetAgentPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[20]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1511,7 @@ func (x *GetAgentPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{20}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetAgentPolicyResponse) GetPolicy() *AgentPolicy {
@@ -1289,7 +1554,7 @@ type CreateSnapshotRequest struct {
 
 func (x *CreateSnapshotRequest) Reset() {
 	*x = CreateSnapshotRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1566,7 @@ func (x *CreateSnapshotRequest) String() string {
 func (*CreateSnapshotRequest) ProtoMessage() {}
 
 func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[21]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1579,7 @@ func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{21}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateSnapshotRequest) GetAgentId() string {
@@ -1383,7 +1648,7 @@ type CreateSnapshotResponse struct {
 
 func (x *CreateSnapshotResponse) Reset() {
 	*x = CreateSnapshotResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1660,7 @@ func (x *CreateSnapshotResponse) String() string {
 func (*CreateSnapshotResponse) ProtoMessage() {}
 
 func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1673,7 @@ func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{22}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateSnapshotResponse) GetSnapshot() *Snapshot {
@@ -1478,7 +1743,7 @@ type ListSnapshotsRequest struct {
 
 func (x *ListSnapshotsRequest) Reset() {
 	*x = ListSnapshotsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1490,7 +1755,7 @@ func (x *ListSnapshotsRequest) String() string {
 func (*ListSnapshotsRequest) ProtoMessage() {}
 
 func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1503,7 +1768,7 @@ func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{23}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListSnapshotsRequest) GetAgentId() string {
@@ -1537,7 +1802,7 @@ type ListSnapshotsResponse struct {
 
 func (x *ListSnapshotsResponse) Reset() {
 	*x = ListSnapshotsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1814,7 @@ func (x *ListSnapshotsResponse) String() string {
 func (*ListSnapshotsResponse) ProtoMessage() {}
 
 func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1827,7 @@ func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{24}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListSnapshotsResponse) GetSnapshots() []*Snapshot {
@@ -1590,7 +1855,7 @@ type RestoreSnapshotRequest struct {
 
 func (x *RestoreSnapshotRequest) Reset() {
 	*x = RestoreSnapshotRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1602,7 +1867,7 @@ func (x *RestoreSnapshotRequest) String() string {
 func (*RestoreSnapshotRequest) ProtoMessage() {}
 
 func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1615,7 +1880,7 @@ func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{25}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RestoreSnapshotRequest) GetAgentId() string {
@@ -1649,7 +1914,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1926,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1939,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{26}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RestoreSnapshotResponse) GetProposal() *ProposeResponse {
@@ -1692,7 +1957,7 @@ type CreateBackupRequest struct {
 
 func (x *CreateBackupRequest) Reset() {
 	*x = CreateBackupRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1969,7 @@ func (x *CreateBackupRequest) String() string {
 func (*CreateBackupRequest) ProtoMessage() {}
 
 func (x *CreateBackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1982,7 @@ func (x *CreateBackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBackupRequest.ProtoReflect.Descriptor instead.
 func (*CreateBackupRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{27}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{31}
 }
 
 type CreateBackupResponse struct {
@@ -1733,7 +1998,7 @@ type CreateBackupResponse struct {
 
 func (x *CreateBackupResponse) Reset() {
 	*x = CreateBackupResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1745,7 +2010,7 @@ func (x *CreateBackupResponse) String() string {
 func (*CreateBackupResponse) ProtoMessage() {}
 
 func (x *CreateBackupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1758,7 +2023,7 @@ func (x *CreateBackupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBackupResponse.ProtoReflect.Descriptor instead.
 func (*CreateBackupResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{28}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateBackupResponse) GetStoredAt() string {
@@ -1799,7 +2064,7 @@ type RotateRunsRequest struct {
 
 func (x *RotateRunsRequest) Reset() {
 	*x = RotateRunsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +2076,7 @@ func (x *RotateRunsRequest) String() string {
 func (*RotateRunsRequest) ProtoMessage() {}
 
 func (x *RotateRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +2089,7 @@ func (x *RotateRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRunsRequest.ProtoReflect.Descriptor instead.
 func (*RotateRunsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{29}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RotateRunsRequest) GetAgentId() string {
@@ -1846,7 +2111,7 @@ type RotateRunsResponse struct {
 
 func (x *RotateRunsResponse) Reset() {
 	*x = RotateRunsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1858,7 +2123,7 @@ func (x *RotateRunsResponse) String() string {
 func (*RotateRunsResponse) ProtoMessage() {}
 
 func (x *RotateRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1871,7 +2136,7 @@ func (x *RotateRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRunsResponse.ProtoReflect.Descriptor instead.
 func (*RotateRunsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{30}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RotateRunsResponse) GetProposals() []*ProposeResponse {
@@ -1896,7 +2161,7 @@ type SyncRemoteRequest struct {
 
 func (x *SyncRemoteRequest) Reset() {
 	*x = SyncRemoteRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2173,7 @@ func (x *SyncRemoteRequest) String() string {
 func (*SyncRemoteRequest) ProtoMessage() {}
 
 func (x *SyncRemoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2186,7 @@ func (x *SyncRemoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRemoteRequest.ProtoReflect.Descriptor instead.
 func (*SyncRemoteRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{31}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{35}
 }
 
 type SyncRemoteResponse struct {
@@ -1935,7 +2200,7 @@ type SyncRemoteResponse struct {
 
 func (x *SyncRemoteResponse) Reset() {
 	*x = SyncRemoteResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1947,7 +2212,7 @@ func (x *SyncRemoteResponse) String() string {
 func (*SyncRemoteResponse) ProtoMessage() {}
 
 func (x *SyncRemoteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1960,7 +2225,7 @@ func (x *SyncRemoteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRemoteResponse.ProtoReflect.Descriptor instead.
 func (*SyncRemoteResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{32}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SyncRemoteResponse) GetRemote() string {
@@ -1996,7 +2261,7 @@ type FactUsage struct {
 
 func (x *FactUsage) Reset() {
 	*x = FactUsage{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2008,7 +2273,7 @@ func (x *FactUsage) String() string {
 func (*FactUsage) ProtoMessage() {}
 
 func (x *FactUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2021,7 +2286,7 @@ func (x *FactUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactUsage.ProtoReflect.Descriptor instead.
 func (*FactUsage) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{33}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *FactUsage) GetFactHash() string {
@@ -2048,7 +2313,7 @@ type ReportFactUsageRequest struct {
 
 func (x *ReportFactUsageRequest) Reset() {
 	*x = ReportFactUsageRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[34]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2060,7 +2325,7 @@ func (x *ReportFactUsageRequest) String() string {
 func (*ReportFactUsageRequest) ProtoMessage() {}
 
 func (x *ReportFactUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[34]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2073,7 +2338,7 @@ func (x *ReportFactUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportFactUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportFactUsageRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{34}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReportFactUsageRequest) GetAgentId() string {
@@ -2099,7 +2364,7 @@ type ReportFactUsageResponse struct {
 
 func (x *ReportFactUsageResponse) Reset() {
 	*x = ReportFactUsageResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[35]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2111,7 +2376,7 @@ func (x *ReportFactUsageResponse) String() string {
 func (*ReportFactUsageResponse) ProtoMessage() {}
 
 func (x *ReportFactUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[35]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2124,7 +2389,7 @@ func (x *ReportFactUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportFactUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportFactUsageResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{35}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReportFactUsageResponse) GetAccepted() int32 {
@@ -2146,7 +2411,7 @@ type WatchCommitsRequest struct {
 
 func (x *WatchCommitsRequest) Reset() {
 	*x = WatchCommitsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[36]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2423,7 @@ func (x *WatchCommitsRequest) String() string {
 func (*WatchCommitsRequest) ProtoMessage() {}
 
 func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[36]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2436,7 @@ func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsRequest.ProtoReflect.Descriptor instead.
 func (*WatchCommitsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{36}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WatchCommitsRequest) GetFromSha() string {
@@ -2197,7 +2462,7 @@ type WatchCommitsResponse struct {
 
 func (x *WatchCommitsResponse) Reset() {
 	*x = WatchCommitsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[37]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2209,7 +2474,7 @@ func (x *WatchCommitsResponse) String() string {
 func (*WatchCommitsResponse) ProtoMessage() {}
 
 func (x *WatchCommitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[37]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2222,7 +2487,7 @@ func (x *WatchCommitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsResponse.ProtoReflect.Descriptor instead.
 func (*WatchCommitsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{37}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WatchCommitsResponse) GetCommit() *CommitInfo {
@@ -2236,7 +2501,7 @@ var File_gardenbloom_memory_v1_proposal_apply_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\n" +
-	"*gardenbloom/memory/v1/proposal_apply.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x88\x04\n" +
+	"*gardenbloom/memory/v1/proposal_apply.proto\x12\x15gardenbloom.memory.v1\x1a#gardenbloom/memory/v1/episode.proto\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x88\x04\n" +
 	"\x0eProposeRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12.\n" +
@@ -2253,7 +2518,28 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\x04type\x18\v \x01(\tR\x04type\x12&\n" +
 	"\fauto_approve\x18\f \x01(\bH\x01R\vautoApprove\x88\x01\x01B\x13\n" +
 	"\x11_expected_versionB\x0f\n" +
-	"\r_auto_approve\"Z\n" +
+	"\r_auto_approve\"\xa4\x01\n" +
+	"\x14IngestEpisodeRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x128\n" +
+	"\aepisode\x18\x02 \x01(\v2\x1e.gardenbloom.memory.v1.EpisodeR\aepisode\x12&\n" +
+	"\fauto_approve\x18\x03 \x01(\bH\x00R\vautoApprove\x88\x01\x01B\x0f\n" +
+	"\r_auto_approve\"\xb3\x01\n" +
+	"\x15IngestEpisodeResponse\x12B\n" +
+	"\bproposal\x18\x01 \x01(\v2&.gardenbloom.memory.v1.ProposeResponseR\bproposal\x12\x1d\n" +
+	"\n" +
+	"episode_id\x18\x02 \x01(\tR\tepisodeId\x12\x19\n" +
+	"\brun_file\x18\x03 \x01(\tR\arunFile\x12\x1c\n" +
+	"\tduplicate\x18\x04 \x01(\bR\tduplicate\"\xc5\x01\n" +
+	"\x11SetFactTTLRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
+	"\x04fact\x18\x02 \x01(\tR\x04fact\x12+\n" +
+	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12=\n" +
+	"\ton_expire\x18\x04 \x01(\x0e2 .gardenbloom.memory.v1.TTLActionR\bonExpire\x12\x15\n" +
+	"\x06run_id\x18\x05 \x01(\tR\x05runId\"\x93\x01\n" +
+	"\x12SetFactTTLResponse\x12B\n" +
+	"\bproposal\x18\x01 \x01(\v2&.gardenbloom.memory.v1.ProposeResponseR\bproposal\x129\n" +
+	"\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"Z\n" +
 	"\x15ProcessSessionRequest\x12A\n" +
 	"\bproposal\x18\x01 \x01(\v2%.gardenbloom.memory.v1.ProposeRequestR\bproposal\"\\\n" +
 	"\x16ProcessSessionResponse\x12B\n" +
@@ -2399,7 +2685,7 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\bfrom_sha\x18\x01 \x01(\tR\afromSha\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\"Q\n" +
 	"\x14WatchCommitsResponse\x129\n" +
-	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xc1\x15\n" +
+	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xef\x17\n" +
 	"\x14ProposalApplyService\x12\xc4\x01\n" +
 	"\aPropose\x12%.gardenbloom.memory.v1.ProposeRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"j\x82\xd3\xe4\x93\x02d:\x01*Z\x14:\x01*\"\x0f/memory/proposeZ-:\x01*\"(/v1/memory/{agent_id}/process-and-commit\"\x1a/memory/{agent_id}/propose\x12\xb9\x01\n" +
 	"\x0eProcessSession\x12,.gardenbloom.memory.v1.ProcessSessionRequest\x1a-.gardenbloom.memory.v1.ProcessSessionResponse\"J\x82\xd3\xe4\x93\x02D:\bproposalb\bproposal\"./v1/memory/{proposal.agent_id}/process-session\x12\xa5\x01\n" +
@@ -2419,7 +2705,10 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\n" +
 	"RotateRuns\x12(.gardenbloom.memory.v1.RotateRunsRequest\x1a).gardenbloom.memory.v1.RotateRunsResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/memory/runs:rotate\x12\x90\x01\n" +
 	"\n" +
-	"SyncRemote\x12(.gardenbloom.memory.v1.SyncRemoteRequest\x1a).gardenbloom.memory.v1.SyncRemoteResponse\"-\x82\xd3\xe4\x93\x02':\x01*Z\x14:\x01*\"\x0f/v1/memory/sync\"\f/memory/sync\x12p\n" +
+	"SyncRemote\x12(.gardenbloom.memory.v1.SyncRemoteRequest\x1a).gardenbloom.memory.v1.SyncRemoteResponse\"-\x82\xd3\xe4\x93\x02':\x01*Z\x14:\x01*\"\x0f/v1/memory/sync\"\f/memory/sync\x12\x9b\x01\n" +
+	"\rIngestEpisode\x12+.gardenbloom.memory.v1.IngestEpisodeRequest\x1a,.gardenbloom.memory.v1.IngestEpisodeResponse\"/\x82\xd3\xe4\x93\x02):\aepisode\"\x1e/v1/memory/{agent_id}/episodes\x12\x8d\x01\n" +
+	"\n" +
+	"SetFactTTL\x12(.gardenbloom.memory.v1.SetFactTTLRequest\x1a).gardenbloom.memory.v1.SetFactTTLResponse\"*\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/v1/memory/{agent_id}/facts:ttl\x12p\n" +
 	"\x0fReportFactUsage\x12-.gardenbloom.memory.v1.ReportFactUsageRequest\x1a..gardenbloom.memory.v1.ReportFactUsageResponse\x12n\n" +
 	"\fWatchCommits\x12*.gardenbloom.memory.v1.WatchCommitsRequest\x1a+.gardenbloom.memory.v1.WatchCommitsResponse\"\x03\x90\x02\x010\x01BFZDgithub.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1;memoryv1b\x06proto3"
 
@@ -2435,126 +2724,142 @@ func file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP() []byte {
 	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescData
 }
 
-var file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_gardenbloom_memory_v1_proposal_apply_proto_goTypes = []any{
 	(*ProposeRequest)(nil),          // 0: gardenbloom.memory.v1.ProposeRequest
-	(*ProcessSessionRequest)(nil),   // 1: gardenbloom.memory.v1.ProcessSessionRequest
-	(*ProcessSessionResponse)(nil),  // 2: gardenbloom.memory.v1.ProcessSessionResponse
-	(*CommitSessionResponse)(nil),   // 3: gardenbloom.memory.v1.CommitSessionResponse
-	(*OnboardAgentResponse)(nil),    // 4: gardenbloom.memory.v1.OnboardAgentResponse
-	(*CommitSessionRequest)(nil),    // 5: gardenbloom.memory.v1.CommitSessionRequest
-	(*OnboardAgentRequest)(nil),     // 6: gardenbloom.memory.v1.OnboardAgentRequest
-	(*ProposeResponse)(nil),         // 7: gardenbloom.memory.v1.ProposeResponse
-	(*GetProposalRequest)(nil),      // 8: gardenbloom.memory.v1.GetProposalRequest
-	(*GetProposalResponse)(nil),     // 9: gardenbloom.memory.v1.GetProposalResponse
-	(*ListProposalsRequest)(nil),    // 10: gardenbloom.memory.v1.ListProposalsRequest
-	(*ListProposalsResponse)(nil),   // 11: gardenbloom.memory.v1.ListProposalsResponse
-	(*ApproveProposalRequest)(nil),  // 12: gardenbloom.memory.v1.ApproveProposalRequest
-	(*ApproveProposalResponse)(nil), // 13: gardenbloom.memory.v1.ApproveProposalResponse
-	(*RejectProposalRequest)(nil),   // 14: gardenbloom.memory.v1.RejectProposalRequest
-	(*RejectProposalResponse)(nil),  // 15: gardenbloom.memory.v1.RejectProposalResponse
-	(*RetryProposalRequest)(nil),    // 16: gardenbloom.memory.v1.RetryProposalRequest
-	(*RetryProposalResponse)(nil),   // 17: gardenbloom.memory.v1.RetryProposalResponse
-	(*GetAgentPolicyRequest)(nil),   // 18: gardenbloom.memory.v1.GetAgentPolicyRequest
-	(*AgentPolicy)(nil),             // 19: gardenbloom.memory.v1.AgentPolicy
-	(*GetAgentPolicyResponse)(nil),  // 20: gardenbloom.memory.v1.GetAgentPolicyResponse
-	(*CreateSnapshotRequest)(nil),   // 21: gardenbloom.memory.v1.CreateSnapshotRequest
-	(*CreateSnapshotResponse)(nil),  // 22: gardenbloom.memory.v1.CreateSnapshotResponse
-	(*ListSnapshotsRequest)(nil),    // 23: gardenbloom.memory.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil),   // 24: gardenbloom.memory.v1.ListSnapshotsResponse
-	(*RestoreSnapshotRequest)(nil),  // 25: gardenbloom.memory.v1.RestoreSnapshotRequest
-	(*RestoreSnapshotResponse)(nil), // 26: gardenbloom.memory.v1.RestoreSnapshotResponse
-	(*CreateBackupRequest)(nil),     // 27: gardenbloom.memory.v1.CreateBackupRequest
-	(*CreateBackupResponse)(nil),    // 28: gardenbloom.memory.v1.CreateBackupResponse
-	(*RotateRunsRequest)(nil),       // 29: gardenbloom.memory.v1.RotateRunsRequest
-	(*RotateRunsResponse)(nil),      // 30: gardenbloom.memory.v1.RotateRunsResponse
-	(*SyncRemoteRequest)(nil),       // 31: gardenbloom.memory.v1.SyncRemoteRequest
-	(*SyncRemoteResponse)(nil),      // 32: gardenbloom.memory.v1.SyncRemoteResponse
-	(*FactUsage)(nil),               // 33: gardenbloom.memory.v1.FactUsage
-	(*ReportFactUsageRequest)(nil),  // 34: gardenbloom.memory.v1.ReportFactUsageRequest
-	(*ReportFactUsageResponse)(nil), // 35: gardenbloom.memory.v1.ReportFactUsageResponse
-	(*WatchCommitsRequest)(nil),     // 36: gardenbloom.memory.v1.WatchCommitsRequest
-	(*WatchCommitsResponse)(nil),    // 37: gardenbloom.memory.v1.WatchCommitsResponse
-	(*FileUpdate)(nil),              // 38: gardenbloom.memory.v1.FileUpdate
-	(Priority)(0),                   // 39: gardenbloom.memory.v1.Priority
-	(*durationpb.Duration)(nil),     // 40: google.protobuf.Duration
-	(ProposalStatus)(0),             // 41: gardenbloom.memory.v1.ProposalStatus
-	(*timestamppb.Timestamp)(nil),   // 42: google.protobuf.Timestamp
-	(*Proposal)(nil),                // 43: gardenbloom.memory.v1.Proposal
-	(StatusReason)(0),               // 44: gardenbloom.memory.v1.StatusReason
-	(*Snapshot)(nil),                // 45: gardenbloom.memory.v1.Snapshot
-	(*CommitInfo)(nil),              // 46: gardenbloom.memory.v1.CommitInfo
+	(*IngestEpisodeRequest)(nil),    // 1: gardenbloom.memory.v1.IngestEpisodeRequest
+	(*IngestEpisodeResponse)(nil),   // 2: gardenbloom.memory.v1.IngestEpisodeResponse
+	(*SetFactTTLRequest)(nil),       // 3: gardenbloom.memory.v1.SetFactTTLRequest
+	(*SetFactTTLResponse)(nil),      // 4: gardenbloom.memory.v1.SetFactTTLResponse
+	(*ProcessSessionRequest)(nil),   // 5: gardenbloom.memory.v1.ProcessSessionRequest
+	(*ProcessSessionResponse)(nil),  // 6: gardenbloom.memory.v1.ProcessSessionResponse
+	(*CommitSessionResponse)(nil),   // 7: gardenbloom.memory.v1.CommitSessionResponse
+	(*OnboardAgentResponse)(nil),    // 8: gardenbloom.memory.v1.OnboardAgentResponse
+	(*CommitSessionRequest)(nil),    // 9: gardenbloom.memory.v1.CommitSessionRequest
+	(*OnboardAgentRequest)(nil),     // 10: gardenbloom.memory.v1.OnboardAgentRequest
+	(*ProposeResponse)(nil),         // 11: gardenbloom.memory.v1.ProposeResponse
+	(*GetProposalRequest)(nil),      // 12: gardenbloom.memory.v1.GetProposalRequest
+	(*GetProposalResponse)(nil),     // 13: gardenbloom.memory.v1.GetProposalResponse
+	(*ListProposalsRequest)(nil),    // 14: gardenbloom.memory.v1.ListProposalsRequest
+	(*ListProposalsResponse)(nil),   // 15: gardenbloom.memory.v1.ListProposalsResponse
+	(*ApproveProposalRequest)(nil),  // 16: gardenbloom.memory.v1.ApproveProposalRequest
+	(*ApproveProposalResponse)(nil), // 17: gardenbloom.memory.v1.ApproveProposalResponse
+	(*RejectProposalRequest)(nil),   // 18: gardenbloom.memory.v1.RejectProposalRequest
+	(*RejectProposalResponse)(nil),  // 19: gardenbloom.memory.v1.RejectProposalResponse
+	(*RetryProposalRequest)(nil),    // 20: gardenbloom.memory.v1.RetryProposalRequest
+	(*RetryProposalResponse)(nil),   // 21: gardenbloom.memory.v1.RetryProposalResponse
+	(*GetAgentPolicyRequest)(nil),   // 22: gardenbloom.memory.v1.GetAgentPolicyRequest
+	(*AgentPolicy)(nil),             // 23: gardenbloom.memory.v1.AgentPolicy
+	(*GetAgentPolicyResponse)(nil),  // 24: gardenbloom.memory.v1.GetAgentPolicyResponse
+	(*CreateSnapshotRequest)(nil),   // 25: gardenbloom.memory.v1.CreateSnapshotRequest
+	(*CreateSnapshotResponse)(nil),  // 26: gardenbloom.memory.v1.CreateSnapshotResponse
+	(*ListSnapshotsRequest)(nil),    // 27: gardenbloom.memory.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),   // 28: gardenbloom.memory.v1.ListSnapshotsResponse
+	(*RestoreSnapshotRequest)(nil),  // 29: gardenbloom.memory.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil), // 30: gardenbloom.memory.v1.RestoreSnapshotResponse
+	(*CreateBackupRequest)(nil),     // 31: gardenbloom.memory.v1.CreateBackupRequest
+	(*CreateBackupResponse)(nil),    // 32: gardenbloom.memory.v1.CreateBackupResponse
+	(*RotateRunsRequest)(nil),       // 33: gardenbloom.memory.v1.RotateRunsRequest
+	(*RotateRunsResponse)(nil),      // 34: gardenbloom.memory.v1.RotateRunsResponse
+	(*SyncRemoteRequest)(nil),       // 35: gardenbloom.memory.v1.SyncRemoteRequest
+	(*SyncRemoteResponse)(nil),      // 36: gardenbloom.memory.v1.SyncRemoteResponse
+	(*FactUsage)(nil),               // 37: gardenbloom.memory.v1.FactUsage
+	(*ReportFactUsageRequest)(nil),  // 38: gardenbloom.memory.v1.ReportFactUsageRequest
+	(*ReportFactUsageResponse)(nil), // 39: gardenbloom.memory.v1.ReportFactUsageResponse
+	(*WatchCommitsRequest)(nil),     // 40: gardenbloom.memory.v1.WatchCommitsRequest
+	(*WatchCommitsResponse)(nil),    // 41: gardenbloom.memory.v1.WatchCommitsResponse
+	(*FileUpdate)(nil),              // 42: gardenbloom.memory.v1.FileUpdate
+	(Priority)(0),                   // 43: gardenbloom.memory.v1.Priority
+	(*durationpb.Duration)(nil),     // 44: google.protobuf.Duration
+	(*Episode)(nil),                 // 45: gardenbloom.memory.v1.Episode
+	(TTLAction)(0),                  // 46: gardenbloom.memory.v1.TTLAction
+	(*timestamppb.Timestamp)(nil),   // 47: google.protobuf.Timestamp
+	(ProposalStatus)(0),             // 48: gardenbloom.memory.v1.ProposalStatus
+	(*Proposal)(nil),                // 49: gardenbloom.memory.v1.Proposal
+	(StatusReason)(0),               // 50: gardenbloom.memory.v1.StatusReason
+	(*Snapshot)(nil),                // 51: gardenbloom.memory.v1.Snapshot
+	(*CommitInfo)(nil),              // 52: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_proposal_apply_proto_depIdxs = []int32{
-	38, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
-	39, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
-	40, // 2: gardenbloom.memory.v1.ProposeRequest.run_duration:type_name -> google.protobuf.Duration
-	0,  // 3: gardenbloom.memory.v1.ProcessSessionRequest.proposal:type_name -> gardenbloom.memory.v1.ProposeRequest
-	7,  // 4: gardenbloom.memory.v1.ProcessSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	7,  // 5: gardenbloom.memory.v1.CommitSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	7,  // 6: gardenbloom.memory.v1.OnboardAgentResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	41, // 7: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	42, // 8: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
-	43, // 9: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	44, // 10: gardenbloom.memory.v1.ProposeResponse.reason:type_name -> gardenbloom.memory.v1.StatusReason
-	43, // 11: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	41, // 12: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	43, // 13: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
-	43, // 14: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	43, // 15: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	43, // 16: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	19, // 17: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
-	45, // 18: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
-	42, // 19: gardenbloom.memory.v1.CreateSnapshotResponse.created_at:type_name -> google.protobuf.Timestamp
-	45, // 20: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
-	7,  // 21: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	42, // 22: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
-	7,  // 23: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
-	42, // 24: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
-	42, // 25: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
-	33, // 26: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
-	46, // 27: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
-	0,  // 28: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
-	1,  // 29: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProcessSessionRequest
-	5,  // 30: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
-	6,  // 31: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
-	8,  // 32: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
-	10, // 33: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
-	12, // 34: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
-	14, // 35: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
-	16, // 36: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
-	18, // 37: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
-	21, // 38: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
-	23, // 39: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
-	25, // 40: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
-	27, // 41: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
-	29, // 42: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
-	31, // 43: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
-	34, // 44: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
-	36, // 45: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
-	7,  // 46: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
-	2,  // 47: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProcessSessionResponse
-	3,  // 48: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.CommitSessionResponse
-	4,  // 49: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.OnboardAgentResponse
-	9,  // 50: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
-	11, // 51: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
-	13, // 52: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
-	15, // 53: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
-	17, // 54: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
-	20, // 55: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
-	22, // 56: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
-	24, // 57: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
-	26, // 58: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
-	28, // 59: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
-	30, // 60: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
-	32, // 61: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
-	35, // 62: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
-	37, // 63: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
-	46, // [46:64] is the sub-list for method output_type
-	28, // [28:46] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	42, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
+	43, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
+	44, // 2: gardenbloom.memory.v1.ProposeRequest.run_duration:type_name -> google.protobuf.Duration
+	45, // 3: gardenbloom.memory.v1.IngestEpisodeRequest.episode:type_name -> gardenbloom.memory.v1.Episode
+	11, // 4: gardenbloom.memory.v1.IngestEpisodeResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	44, // 5: gardenbloom.memory.v1.SetFactTTLRequest.ttl:type_name -> google.protobuf.Duration
+	46, // 6: gardenbloom.memory.v1.SetFactTTLRequest.on_expire:type_name -> gardenbloom.memory.v1.TTLAction
+	11, // 7: gardenbloom.memory.v1.SetFactTTLResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	47, // 8: gardenbloom.memory.v1.SetFactTTLResponse.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 9: gardenbloom.memory.v1.ProcessSessionRequest.proposal:type_name -> gardenbloom.memory.v1.ProposeRequest
+	11, // 10: gardenbloom.memory.v1.ProcessSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	11, // 11: gardenbloom.memory.v1.CommitSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	11, // 12: gardenbloom.memory.v1.OnboardAgentResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	48, // 13: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	47, // 14: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
+	49, // 15: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	50, // 16: gardenbloom.memory.v1.ProposeResponse.reason:type_name -> gardenbloom.memory.v1.StatusReason
+	49, // 17: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	48, // 18: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	49, // 19: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
+	49, // 20: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	49, // 21: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	49, // 22: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	23, // 23: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
+	51, // 24: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
+	47, // 25: gardenbloom.memory.v1.CreateSnapshotResponse.created_at:type_name -> google.protobuf.Timestamp
+	51, // 26: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
+	11, // 27: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	47, // 28: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
+	11, // 29: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
+	47, // 30: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
+	47, // 31: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
+	37, // 32: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
+	52, // 33: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
+	0,  // 34: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
+	5,  // 35: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProcessSessionRequest
+	9,  // 36: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
+	10, // 37: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
+	12, // 38: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
+	14, // 39: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
+	16, // 40: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
+	18, // 41: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
+	20, // 42: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
+	22, // 43: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
+	25, // 44: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
+	27, // 45: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
+	29, // 46: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
+	31, // 47: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
+	33, // 48: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
+	35, // 49: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
+	1,  // 50: gardenbloom.memory.v1.ProposalApplyService.IngestEpisode:input_type -> gardenbloom.memory.v1.IngestEpisodeRequest
+	3,  // 51: gardenbloom.memory.v1.ProposalApplyService.SetFactTTL:input_type -> gardenbloom.memory.v1.SetFactTTLRequest
+	38, // 52: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
+	40, // 53: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
+	11, // 54: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
+	6,  // 55: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProcessSessionResponse
+	7,  // 56: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.CommitSessionResponse
+	8,  // 57: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.OnboardAgentResponse
+	13, // 58: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
+	15, // 59: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
+	17, // 60: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
+	19, // 61: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
+	21, // 62: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
+	24, // 63: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
+	26, // 64: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
+	28, // 65: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
+	30, // 66: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
+	32, // 67: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
+	34, // 68: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
+	36, // 69: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
+	2,  // 70: gardenbloom.memory.v1.ProposalApplyService.IngestEpisode:output_type -> gardenbloom.memory.v1.IngestEpisodeResponse
+	4,  // 71: gardenbloom.memory.v1.ProposalApplyService.SetFactTTL:output_type -> gardenbloom.memory.v1.SetFactTTLResponse
+	39, // 72: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
+	41, // 73: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
+	54, // [54:74] is the sub-list for method output_type
+	34, // [34:54] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_proposal_apply_proto_init() }
@@ -2562,15 +2867,17 @@ func file_gardenbloom_memory_v1_proposal_apply_proto_init() {
 	if File_gardenbloom_memory_v1_proposal_apply_proto != nil {
 		return
 	}
+	file_gardenbloom_memory_v1_episode_proto_init()
 	file_gardenbloom_memory_v1_types_proto_init()
 	file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[0].OneofWrappers = []any{}
+	file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc), len(file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

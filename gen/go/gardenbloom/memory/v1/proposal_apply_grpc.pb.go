@@ -35,6 +35,8 @@ const (
 	ProposalApplyService_CreateBackup_FullMethodName    = "/gardenbloom.memory.v1.ProposalApplyService/CreateBackup"
 	ProposalApplyService_RotateRuns_FullMethodName      = "/gardenbloom.memory.v1.ProposalApplyService/RotateRuns"
 	ProposalApplyService_SyncRemote_FullMethodName      = "/gardenbloom.memory.v1.ProposalApplyService/SyncRemote"
+	ProposalApplyService_IngestEpisode_FullMethodName   = "/gardenbloom.memory.v1.ProposalApplyService/IngestEpisode"
+	ProposalApplyService_SetFactTTL_FullMethodName      = "/gardenbloom.memory.v1.ProposalApplyService/SetFactTTL"
 	ProposalApplyService_ReportFactUsage_FullMethodName = "/gardenbloom.memory.v1.ProposalApplyService/ReportFactUsage"
 	ProposalApplyService_WatchCommits_FullMethodName    = "/gardenbloom.memory.v1.ProposalApplyService/WatchCommits"
 )
@@ -90,6 +92,13 @@ type ProposalApplyServiceClient interface {
 	RotateRuns(ctx context.Context, in *RotateRunsRequest, opts ...grpc.CallOption) (*RotateRunsResponse, error)
 	// Push the monorepo to its configured remote now (admin).
 	SyncRemote(ctx context.Context, in *SyncRemoteRequest, opts ...grpc.CallOption) (*SyncRemoteResponse, error)
+	// Turn one structured episode into one proposal (spec AI Skills Memory
+	// Protocol §8.4): a run file with its typed entity links, its facts and
+	// decisions. Re-ingesting the same episode returns the same proposal.
+	IngestEpisode(ctx context.Context, in *IngestEpisodeRequest, opts ...grpc.CallOption) (*IngestEpisodeResponse, error)
+	// Give a fact of facts.md a TTL and an expiry action (memory-bridge §4),
+	// through a proposal that rewrites its line; ttl 0 removes the TTL.
+	SetFactTTL(ctx context.Context, in *SetFactTTLRequest, opts ...grpc.CallOption) (*SetFactTTLResponse, error)
 	// Record which facts reads returned, so eviction can prefer unused facts.
 	// Called by the read plane in batches.
 	ReportFactUsage(ctx context.Context, in *ReportFactUsageRequest, opts ...grpc.CallOption) (*ReportFactUsageResponse, error)
@@ -266,6 +275,26 @@ func (c *proposalApplyServiceClient) SyncRemote(ctx context.Context, in *SyncRem
 	return out, nil
 }
 
+func (c *proposalApplyServiceClient) IngestEpisode(ctx context.Context, in *IngestEpisodeRequest, opts ...grpc.CallOption) (*IngestEpisodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IngestEpisodeResponse)
+	err := c.cc.Invoke(ctx, ProposalApplyService_IngestEpisode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *proposalApplyServiceClient) SetFactTTL(ctx context.Context, in *SetFactTTLRequest, opts ...grpc.CallOption) (*SetFactTTLResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetFactTTLResponse)
+	err := c.cc.Invoke(ctx, ProposalApplyService_SetFactTTL_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *proposalApplyServiceClient) ReportFactUsage(ctx context.Context, in *ReportFactUsageRequest, opts ...grpc.CallOption) (*ReportFactUsageResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReportFactUsageResponse)
@@ -346,6 +375,13 @@ type ProposalApplyServiceServer interface {
 	RotateRuns(context.Context, *RotateRunsRequest) (*RotateRunsResponse, error)
 	// Push the monorepo to its configured remote now (admin).
 	SyncRemote(context.Context, *SyncRemoteRequest) (*SyncRemoteResponse, error)
+	// Turn one structured episode into one proposal (spec AI Skills Memory
+	// Protocol §8.4): a run file with its typed entity links, its facts and
+	// decisions. Re-ingesting the same episode returns the same proposal.
+	IngestEpisode(context.Context, *IngestEpisodeRequest) (*IngestEpisodeResponse, error)
+	// Give a fact of facts.md a TTL and an expiry action (memory-bridge §4),
+	// through a proposal that rewrites its line; ttl 0 removes the TTL.
+	SetFactTTL(context.Context, *SetFactTTLRequest) (*SetFactTTLResponse, error)
 	// Record which facts reads returned, so eviction can prefer unused facts.
 	// Called by the read plane in batches.
 	ReportFactUsage(context.Context, *ReportFactUsageRequest) (*ReportFactUsageResponse, error)
@@ -409,6 +445,12 @@ func (UnimplementedProposalApplyServiceServer) RotateRuns(context.Context, *Rota
 }
 func (UnimplementedProposalApplyServiceServer) SyncRemote(context.Context, *SyncRemoteRequest) (*SyncRemoteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SyncRemote not implemented")
+}
+func (UnimplementedProposalApplyServiceServer) IngestEpisode(context.Context, *IngestEpisodeRequest) (*IngestEpisodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method IngestEpisode not implemented")
+}
+func (UnimplementedProposalApplyServiceServer) SetFactTTL(context.Context, *SetFactTTLRequest) (*SetFactTTLResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetFactTTL not implemented")
 }
 func (UnimplementedProposalApplyServiceServer) ReportFactUsage(context.Context, *ReportFactUsageRequest) (*ReportFactUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportFactUsage not implemented")
@@ -725,6 +767,42 @@ func _ProposalApplyService_SyncRemote_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ProposalApplyService_IngestEpisode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IngestEpisodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProposalApplyServiceServer).IngestEpisode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProposalApplyService_IngestEpisode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProposalApplyServiceServer).IngestEpisode(ctx, req.(*IngestEpisodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ProposalApplyService_SetFactTTL_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetFactTTLRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProposalApplyServiceServer).SetFactTTL(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProposalApplyService_SetFactTTL_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProposalApplyServiceServer).SetFactTTL(ctx, req.(*SetFactTTLRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ProposalApplyService_ReportFactUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReportFactUsageRequest)
 	if err := dec(in); err != nil {
@@ -824,6 +902,14 @@ var ProposalApplyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SyncRemote",
 			Handler:    _ProposalApplyService_SyncRemote_Handler,
+		},
+		{
+			MethodName: "IngestEpisode",
+			Handler:    _ProposalApplyService_IngestEpisode_Handler,
+		},
+		{
+			MethodName: "SetFactTTL",
+			Handler:    _ProposalApplyService_SetFactTTL_Handler,
 		},
 		{
 			MethodName: "ReportFactUsage",

@@ -578,27 +578,55 @@ const (
 	EntityType_ENTITY_TYPE_DECISION    EntityType = 4
 	EntityType_ENTITY_TYPE_PERSON      EntityType = 5
 	EntityType_ENTITY_TYPE_PROJECT     EntityType = 6
+	// Typed nodes of episodes (spec AI Skills Memory Protocol §4.1).
+	EntityType_ENTITY_TYPE_SKILL        EntityType = 7
+	EntityType_ENTITY_TYPE_EPISODE      EntityType = 8
+	EntityType_ENTITY_TYPE_OUTCOME      EntityType = 9
+	EntityType_ENTITY_TYPE_FAILURE_MODE EntityType = 10
+	EntityType_ENTITY_TYPE_FIX          EntityType = 11
+	EntityType_ENTITY_TYPE_CONTEXT      EntityType = 12
+	EntityType_ENTITY_TYPE_TEST         EntityType = 13
+	EntityType_ENTITY_TYPE_ENVIRONMENT  EntityType = 14
+	EntityType_ENTITY_TYPE_TASK         EntityType = 15
 )
 
 // Enum value maps for EntityType.
 var (
 	EntityType_name = map[int32]string{
-		0: "ENTITY_TYPE_UNSPECIFIED",
-		1: "ENTITY_TYPE_AGENT",
-		2: "ENTITY_TYPE_CONCEPT",
-		3: "ENTITY_TYPE_ARTIFACT",
-		4: "ENTITY_TYPE_DECISION",
-		5: "ENTITY_TYPE_PERSON",
-		6: "ENTITY_TYPE_PROJECT",
+		0:  "ENTITY_TYPE_UNSPECIFIED",
+		1:  "ENTITY_TYPE_AGENT",
+		2:  "ENTITY_TYPE_CONCEPT",
+		3:  "ENTITY_TYPE_ARTIFACT",
+		4:  "ENTITY_TYPE_DECISION",
+		5:  "ENTITY_TYPE_PERSON",
+		6:  "ENTITY_TYPE_PROJECT",
+		7:  "ENTITY_TYPE_SKILL",
+		8:  "ENTITY_TYPE_EPISODE",
+		9:  "ENTITY_TYPE_OUTCOME",
+		10: "ENTITY_TYPE_FAILURE_MODE",
+		11: "ENTITY_TYPE_FIX",
+		12: "ENTITY_TYPE_CONTEXT",
+		13: "ENTITY_TYPE_TEST",
+		14: "ENTITY_TYPE_ENVIRONMENT",
+		15: "ENTITY_TYPE_TASK",
 	}
 	EntityType_value = map[string]int32{
-		"ENTITY_TYPE_UNSPECIFIED": 0,
-		"ENTITY_TYPE_AGENT":       1,
-		"ENTITY_TYPE_CONCEPT":     2,
-		"ENTITY_TYPE_ARTIFACT":    3,
-		"ENTITY_TYPE_DECISION":    4,
-		"ENTITY_TYPE_PERSON":      5,
-		"ENTITY_TYPE_PROJECT":     6,
+		"ENTITY_TYPE_UNSPECIFIED":  0,
+		"ENTITY_TYPE_AGENT":        1,
+		"ENTITY_TYPE_CONCEPT":      2,
+		"ENTITY_TYPE_ARTIFACT":     3,
+		"ENTITY_TYPE_DECISION":     4,
+		"ENTITY_TYPE_PERSON":       5,
+		"ENTITY_TYPE_PROJECT":      6,
+		"ENTITY_TYPE_SKILL":        7,
+		"ENTITY_TYPE_EPISODE":      8,
+		"ENTITY_TYPE_OUTCOME":      9,
+		"ENTITY_TYPE_FAILURE_MODE": 10,
+		"ENTITY_TYPE_FIX":          11,
+		"ENTITY_TYPE_CONTEXT":      12,
+		"ENTITY_TYPE_TEST":         13,
+		"ENTITY_TYPE_ENVIRONMENT":  14,
+		"ENTITY_TYPE_TASK":         15,
 	}
 )
 
@@ -644,25 +672,66 @@ const (
 	Relation_RELATION_REFERS_TO Relation = 4
 	// A decision builds on an earlier decision.
 	Relation_RELATION_FOLLOWS_FROM Relation = 5
+	// Typed edges of episodes (spec AI Skills Memory Protocol §4.2).
+	// Episode -> Skill.
+	Relation_RELATION_USED_SKILL Relation = 6
+	// Episode -> Artifact.
+	Relation_RELATION_TOUCHED_ARTIFACT Relation = 7
+	// Episode -> Outcome.
+	Relation_RELATION_RESULTED_IN Relation = 8
+	// Outcome -> FailureMode.
+	Relation_RELATION_HAS_FAILURE_MODE Relation = 9
+	// FailureMode -> Fix.
+	Relation_RELATION_MITIGATED_BY Relation = 10
+	// Episode -> Context.
+	Relation_RELATION_IN_CONTEXT Relation = 11
+	// Context -> its parent Context.
+	Relation_RELATION_CHILD_OF Relation = 12
+	// Episode -> Test.
+	Relation_RELATION_RAN_TEST Relation = 13
+	// Task -> Episode.
+	Relation_RELATION_HAS_EPISODE Relation = 14
+	// Episode -> Environment.
+	Relation_RELATION_RAN_IN Relation = 15
 )
 
 // Enum value maps for Relation.
 var (
 	Relation_name = map[int32]string{
-		0: "RELATION_UNSPECIFIED",
-		1: "RELATION_MENTIONS",
-		2: "RELATION_RELATES_TO",
-		3: "RELATION_DECIDED_BY",
-		4: "RELATION_REFERS_TO",
-		5: "RELATION_FOLLOWS_FROM",
+		0:  "RELATION_UNSPECIFIED",
+		1:  "RELATION_MENTIONS",
+		2:  "RELATION_RELATES_TO",
+		3:  "RELATION_DECIDED_BY",
+		4:  "RELATION_REFERS_TO",
+		5:  "RELATION_FOLLOWS_FROM",
+		6:  "RELATION_USED_SKILL",
+		7:  "RELATION_TOUCHED_ARTIFACT",
+		8:  "RELATION_RESULTED_IN",
+		9:  "RELATION_HAS_FAILURE_MODE",
+		10: "RELATION_MITIGATED_BY",
+		11: "RELATION_IN_CONTEXT",
+		12: "RELATION_CHILD_OF",
+		13: "RELATION_RAN_TEST",
+		14: "RELATION_HAS_EPISODE",
+		15: "RELATION_RAN_IN",
 	}
 	Relation_value = map[string]int32{
-		"RELATION_UNSPECIFIED":  0,
-		"RELATION_MENTIONS":     1,
-		"RELATION_RELATES_TO":   2,
-		"RELATION_DECIDED_BY":   3,
-		"RELATION_REFERS_TO":    4,
-		"RELATION_FOLLOWS_FROM": 5,
+		"RELATION_UNSPECIFIED":      0,
+		"RELATION_MENTIONS":         1,
+		"RELATION_RELATES_TO":       2,
+		"RELATION_DECIDED_BY":       3,
+		"RELATION_REFERS_TO":        4,
+		"RELATION_FOLLOWS_FROM":     5,
+		"RELATION_USED_SKILL":       6,
+		"RELATION_TOUCHED_ARTIFACT": 7,
+		"RELATION_RESULTED_IN":      8,
+		"RELATION_HAS_FAILURE_MODE": 9,
+		"RELATION_MITIGATED_BY":     10,
+		"RELATION_IN_CONTEXT":       11,
+		"RELATION_CHILD_OF":         12,
+		"RELATION_RAN_TEST":         13,
+		"RELATION_HAS_EPISODE":      14,
+		"RELATION_RAN_IN":           15,
 	}
 )
 
@@ -2194,7 +2263,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x16LOOP_PRIORITY_CRITICAL\x10\x01\x12\x16\n" +
 	"\x12LOOP_PRIORITY_HIGH\x10\x02\x12\x18\n" +
 	"\x14LOOP_PRIORITY_NORMAL\x10\x03\x12\x15\n" +
-	"\x11LOOP_PRIORITY_LOW\x10\x04*\xbe\x01\n" +
+	"\x11LOOP_PRIORITY_LOW\x10\x04*\x9c\x03\n" +
 	"\n" +
 	"EntityType\x12\x1b\n" +
 	"\x17ENTITY_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -2203,14 +2272,35 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\x14ENTITY_TYPE_ARTIFACT\x10\x03\x12\x18\n" +
 	"\x14ENTITY_TYPE_DECISION\x10\x04\x12\x16\n" +
 	"\x12ENTITY_TYPE_PERSON\x10\x05\x12\x17\n" +
-	"\x13ENTITY_TYPE_PROJECT\x10\x06*\xa0\x01\n" +
+	"\x13ENTITY_TYPE_PROJECT\x10\x06\x12\x15\n" +
+	"\x11ENTITY_TYPE_SKILL\x10\a\x12\x17\n" +
+	"\x13ENTITY_TYPE_EPISODE\x10\b\x12\x17\n" +
+	"\x13ENTITY_TYPE_OUTCOME\x10\t\x12\x1c\n" +
+	"\x18ENTITY_TYPE_FAILURE_MODE\x10\n" +
+	"\x12\x13\n" +
+	"\x0fENTITY_TYPE_FIX\x10\v\x12\x17\n" +
+	"\x13ENTITY_TYPE_CONTEXT\x10\f\x12\x14\n" +
+	"\x10ENTITY_TYPE_TEST\x10\r\x12\x1b\n" +
+	"\x17ENTITY_TYPE_ENVIRONMENT\x10\x0e\x12\x14\n" +
+	"\x10ENTITY_TYPE_TASK\x10\x0f*\xa2\x03\n" +
 	"\bRelation\x12\x18\n" +
 	"\x14RELATION_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11RELATION_MENTIONS\x10\x01\x12\x17\n" +
 	"\x13RELATION_RELATES_TO\x10\x02\x12\x17\n" +
 	"\x13RELATION_DECIDED_BY\x10\x03\x12\x16\n" +
 	"\x12RELATION_REFERS_TO\x10\x04\x12\x19\n" +
-	"\x15RELATION_FOLLOWS_FROM\x10\x05*r\n" +
+	"\x15RELATION_FOLLOWS_FROM\x10\x05\x12\x17\n" +
+	"\x13RELATION_USED_SKILL\x10\x06\x12\x1d\n" +
+	"\x19RELATION_TOUCHED_ARTIFACT\x10\a\x12\x18\n" +
+	"\x14RELATION_RESULTED_IN\x10\b\x12\x1d\n" +
+	"\x19RELATION_HAS_FAILURE_MODE\x10\t\x12\x19\n" +
+	"\x15RELATION_MITIGATED_BY\x10\n" +
+	"\x12\x17\n" +
+	"\x13RELATION_IN_CONTEXT\x10\v\x12\x15\n" +
+	"\x11RELATION_CHILD_OF\x10\f\x12\x15\n" +
+	"\x11RELATION_RAN_TEST\x10\r\x12\x18\n" +
+	"\x14RELATION_HAS_EPISODE\x10\x0e\x12\x13\n" +
+	"\x0fRELATION_RAN_IN\x10\x0f*r\n" +
 	"\n" +
 	"ChangeKind\x12\x1b\n" +
 	"\x17CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
