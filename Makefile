@@ -176,9 +176,10 @@ check-generated: generate
 	@git add -N gen >/dev/null 2>&1 || true
 	@if ! git diff --quiet -- gen; then echo "gen/ is stale: run make generate and commit"; git diff --stat -- gen; exit 1; fi
 
-## build: build bin/memoryd
+## build: build bin/memoryd and bin/memctl (the client CLI, docs/cli.md)
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/memoryd ./cmd/memoryd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/memctl ./cmd/memctl
 
 ## run: the whole suite on the embedded default (./data), printing a token
 run: build
@@ -253,6 +254,14 @@ SOAK_FLAGS    ?=
 soak: build
 	$(GO) run ./cmd/membench soak --memoryd $(BIN)/memoryd --duration $(SOAK_DURATION) --rate $(SOAK_RATE) $(SOAK_FLAGS)
 
+## bench-ingest: membench ingest — issue #27's done-when line: 1,000 generated
+## episodes over 10 agents through bin/memctl ingest --wait against bin/memoryd
+## (all-in-one, fresh data dir per run); median episodes/s of 3 runs, budget
+## >= 100/s. BENCH_FLAGS adds flags (e.g. BENCH_FLAGS="--agents 1 --runs 5").
+.PHONY: bench-ingest
+bench-ingest: build
+	$(GO) run ./cmd/membench ingest --memoryd $(BIN)/memoryd --memctl $(BIN)/memctl $(BENCH_FLAGS)
+
 ## bench-go: the Go micro-benchmarks (figures, never pass/fail in unit tests)
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -273,6 +282,15 @@ api-lint:
 	cd $(APICLIENT_DIR) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent lint
 api-client-test: build
 	$(APICLIENT_DIR)/run.sh
+
+## mcp-client-test: the MCP server driven by the official TypeScript SDK
+## client (@modelcontextprotocol/sdk, pinned in deploy/tools/mcpclient) over
+## streamable HTTP (/mcp on the edge) and stdio (bin/memctl mcp): initialize,
+## every tool, a Layer 1 resource, refused calls; against a real memoryd
+## (bin/memoryd on loopback, throw-away data dir). Node + npm.
+.PHONY: mcp-client-test
+mcp-client-test: build
+	deploy/tools/mcpclient/run.sh
 
 ## image: build the memoryd image $(IMAGE):$(IMAGE_TAG) (deploy/Dockerfile), the
 ## name and tag docker-compose.yml and deploy/kubernetes/kustomization.yaml
@@ -351,4 +369,4 @@ validate-deploy: deploy-tools
 	$(GO) test ./cmd/memoryd -run '^(TestDeployFilesUseExportedMetrics|TestPromQLMetricNames)$$' -count=1
 
 clean:
-	rm -rf $(BIN)/memoryd .cache
+	rm -rf $(BIN)/memoryd $(BIN)/memctl .cache

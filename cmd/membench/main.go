@@ -4,6 +4,7 @@
 //	membench perf                            latency, throughput and resources of memoryd under load
 //	membench soak --duration 10m             memory of memoryd under a long mixed load (fails on growth or errors)
 //	membench slowclients                     2,000 slow-body connections cut in time while reads stay fast
+//	membench ingest                          1,000 episodes through memctl ingest --wait (episodes/s, median of runs)
 //
 // The data sets are not part of the product: when --data has no data set the
 // command says so and exits 0, so `make bench-quality` is safe anywhere.
@@ -26,7 +27,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: membench quality --data DIR | membench perf [flags] | membench soak [flags] | membench slowclients [flags]")
+		return fmt.Errorf("usage: membench quality --data DIR | membench perf [flags] | membench soak [flags] | membench slowclients [flags] | membench ingest [flags]")
 	}
 	switch args[0] {
 	case "quality":
@@ -43,6 +44,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return soak(ctx, args[1:], out)
 	case "slowclients":
 		return slowClients(ctx, args[1:], out)
+	case "ingest":
+		return ingestBench(ctx, args[1:], out)
 	default:
 		return fmt.Errorf("unknown command %q (want quality or perf)", args[0])
 	}

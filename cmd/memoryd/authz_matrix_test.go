@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
@@ -250,6 +251,10 @@ func (e *matrixEnv) rows() map[string]matrixRow {
 			_, err := ca.GetAgentStatus(ctx, &memoryv1.GetAgentStatusRequest{AgentId: "alpha"})
 			return err
 		}},
+		name(cas, "GetStaleFacts"): {allow: matrixReaders, call: func(ctx context.Context) error {
+			_, err := ca.GetStaleFacts(ctx, &memoryv1.GetStaleFactsRequest{AgentId: "alpha", IncludeArchived: true})
+			return err
+		}},
 
 		// search-index
 		name(sis, "Search"): {allow: matrixReaders, call: func(ctx context.Context) error {
@@ -309,6 +314,18 @@ func (e *matrixEnv) rows() map[string]matrixRow {
 		}},
 		name(pas, "OnboardAgent"): {allow: matrixProposers, also: []codes.Code{codes.AlreadyExists}, call: func(ctx context.Context) error {
 			_, err := pa.OnboardAgent(ctx, &memoryv1.OnboardAgentRequest{AgentId: "alpha"})
+			return err
+		}},
+		// A proposal that waits for review: the fact stays findable for the next caller.
+		name(pas, "SetFactTTL"): {allow: matrixProposers, call: func(ctx context.Context) error {
+			_, err := pa.SetFactTTL(ctx, &memoryv1.SetFactTTLRequest{AgentId: "alpha", Fact: "[[Quartz Gateway]] fronts the " + alphaWord + " cluster",
+				Ttl: durationpb.New(time.Hour)})
+			return err
+		}},
+		// The same episode each time: later callers get the first one's proposal back.
+		name(pas, "IngestEpisode"): {allow: matrixProposers, call: func(ctx context.Context) error {
+			_, err := pa.IngestEpisode(ctx, &memoryv1.IngestEpisodeRequest{AgentId: "alpha", Episode: &memoryv1.Episode{
+				EpisodeId: "ep-matrix", Summary: "ingested by the matrix", UsedSkills: []string{"authz"}}})
 			return err
 		}},
 		name(pas, "GetProposal"): {allow: matrixProposalReaders, call: func(ctx context.Context) error {

@@ -17,6 +17,7 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/commitmsg"
 	"github.com/garden-bloom/memory/pkg/enumname"
+	"github.com/garden-bloom/memory/pkg/factttl"
 	"github.com/garden-bloom/memory/pkg/mdops"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/tokens"
@@ -302,7 +303,11 @@ func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time
 		if own[f.Text] {
 			return mdops.FactRank{Keep: true}
 		}
-		return factRank(record(f.Text), date)
+		r := factRank(record(f.Text), date)
+		// A fact past its TTL, or marked stale when it ran out
+		// (memory-bridge §4), is stale whatever its use says.
+		r.Stale = r.Stale || factttl.Lapsed(f.Text, date)
+		return r
 	}
 	// EvictFacts and EvictLoops count the file first and return it as it
 	// is when it fits: counting it here as well counted every apply's

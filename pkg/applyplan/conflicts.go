@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/factttl"
 	"github.com/garden-bloom/memory/pkg/mdops"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 )
@@ -49,8 +50,9 @@ func Conflicts(updates []*memoryv1.FileUpdate, base, head Reader) ([]string, err
 			}
 			// Appends commute: a section that only grew meanwhile is safe to
 			// append to; one whose facts were removed or reworded is not.
-			if removed := missing(sectionFacts(b, section), sectionFacts(h, section)); slices.ContainsFunc(removed, func(f string) bool {
-				return !strings.Contains(evicted, f)
+			kept := sectionFacts(h, section)
+			if removed := missing(sectionFacts(b, section), kept); slices.ContainsFunc(removed, func(f string) bool {
+				return !strings.Contains(evicted, f) && !ttlHousekeeping(f, kept)
 			}) {
 				what = fmt.Sprintf("section %q", section)
 			}
@@ -68,6 +70,19 @@ func Conflicts(updates []*memoryv1.FileUpdate, base, head Reader) ([]string, err
 		}
 	}
 	return out, nil
+}
+
+// ttlHousekeeping reports whether a fact that left its section did so by
+// its TTL (pkg/factttl), the write plane's housekeeping like eviction: its
+// marker changed (set, removed, or rewritten "stale since") while the fact
+// stayed, or it carried a TTL whose action takes it out (archive, delete).
+func ttlHousekeeping(fact string, kept []string) bool {
+	key := factttl.Strip(fact)
+	if slices.ContainsFunc(kept, func(f string) bool { return factttl.Strip(f) == key }) {
+		return true
+	}
+	m, ok := factttl.Of(fact)
+	return ok && m.Kind == factttl.Expires && m.Action != factttl.MarkStale
 }
 
 func sectionFacts(md, section string) []string {

@@ -100,11 +100,15 @@ func (b *builder) writeArtifact(_ int, u *memoryv1.FileUpdate, _ string) (edit, 
 	return edit{next: u.GetContent(), what: "written"}, nil
 }
 
-// appendFacts adds facts to a section of facts.md.
+// appendFacts adds facts to a section of facts.md, or records to an
+// appendix section of decisions.md (below).
 func (b *builder) appendFacts(i int, u *memoryv1.FileUpdate, cur string) (edit, error) {
 	section := u.GetSection()
 	if strings.TrimSpace(section) == "" {
 		return edit{}, invalidUpdate(i, "section", memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT, "append needs the section of facts.md to add to")
+	}
+	if u.GetFile() == memlayout.DecisionsFile {
+		return b.appendRecords(u, cur)
 	}
 	before := mdops.ParseFacts(cur)
 	next, added, err := mdops.AppendFacts(cur, b.agent, section, u.GetContent())
@@ -113,6 +117,27 @@ func (b *builder) appendFacts(i int, u *memoryv1.FileUpdate, cur string) (edit, 
 	}
 	b.plan.AddedFacts = append(b.plan.AddedFacts, newFacts(before, mdops.ParseFacts(next))...)
 	return edit{next: next, what: fmt.Sprintf("%d fact(s) added to %q", added, section)}, nil
+}
+
+// appendRecords adds bullet records under "## <section>" of decisions.md,
+// as eviction does for § "Evicted facts": the write plane's fact TTL
+// scheduler archives expired facts to § "Expired facts" this way. Only
+// proposals the service makes carry it (Propose refuses append on
+// decisions.md). Each record is a "- " line and the indented lines under it;
+// a record already in the section is skipped, so a replay adds nothing.
+func (b *builder) appendRecords(u *memoryv1.FileUpdate, cur string) (edit, error) {
+	var records []string
+	for _, l := range strings.Split(strings.ReplaceAll(u.GetContent(), "\r\n", "\n"), "\n") {
+		switch {
+		case strings.TrimSpace(l) == "":
+		case len(records) > 0 && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")):
+			records[len(records)-1] += "\n" + l
+		default:
+			records = append(records, l)
+		}
+	}
+	next := mdops.AppendToDecisionsSection(cur, b.agent, u.GetSection(), records)
+	return edit{next: next, what: fmt.Sprintf("%d record(s) added to %q", len(records), u.GetSection())}, nil
 }
 
 // removeFact removes one fact from facts.md.

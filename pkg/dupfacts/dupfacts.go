@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/factttl"
 	"github.com/garden-bloom/memory/pkg/mdops"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 )
@@ -32,8 +33,8 @@ func (r Repeat) Detail() string {
 }
 
 // Find returns, in proposal order, every line the updates append to facts.md
-// that repeats one of the facts in the text readFacts returns. readFacts is
-// called only when an update appends to facts.md.
+// that repeats one of the facts in the text readFacts returns, TTL markers
+// aside. readFacts is called only when an update appends to facts.md.
 func Find(updates []*memoryv1.FileUpdate, readFacts func() (string, error)) ([]Repeat, error) {
 	type appended struct {
 		update     int
@@ -78,9 +79,11 @@ func isAppend(u *memoryv1.FileUpdate) bool {
 	return u.GetFile() == memlayout.FactsFile && u.GetOperation() == memoryv1.Operation_OPERATION_APPEND
 }
 
-// Normalize compares facts the way a person would: case and spacing aside.
+// Normalize compares facts the way a person would: case and spacing aside,
+// and a TTL marker (pkg/factttl) aside, which says when a fact stops being
+// true, not what it says.
 func Normalize(s string) string {
-	return strings.ToLower(strings.Join(strings.Fields(strings.TrimPrefix(strings.TrimSpace(s), "- ")), " "))
+	return strings.ToLower(strings.Join(strings.Fields(factttl.Strip(strings.TrimPrefix(strings.TrimSpace(s), "- "))), " "))
 }
 
 // sameFact reports whether Normalize(text) == norm without building the
@@ -88,7 +91,7 @@ func Normalize(s string) string {
 // agent has, and nearly all differ within a few bytes.
 func sameFact(text, norm string) bool {
 	i := 0
-	for word := range strings.FieldsSeq(strings.TrimPrefix(strings.TrimSpace(text), "- ")) {
+	for word := range strings.FieldsSeq(factttl.Strip(strings.TrimPrefix(strings.TrimSpace(text), "- "))) {
 		if i > 0 {
 			if i >= len(norm) || norm[i] != ' ' {
 				return false

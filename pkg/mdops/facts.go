@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/garden-bloom/memory/pkg/factttl"
 )
 
 // Fact is one bullet of facts.md.
@@ -61,7 +63,8 @@ func parseFacts(d *doc) []Fact {
 // знання" matches "Технічні знання"); a missing section is created at the
 // end of the file; an empty md becomes "# Facts: <agentID>" plus that
 // section. A fact whose text is already anywhere in the file (or earlier in
-// content) is skipped, which makes retried proposals idempotent; added
+// content) is skipped, TTL markers aside (pkg/factttl: "x" is in a file that
+// has "x _(expires …)_"), which makes retried proposals idempotent; added
 // counts the bullets really written. Nothing else in the file changes.
 func AppendFacts(md, agentID, section, content string) (out string, added int, err error) {
 	section, err = cleanTitle("section", section)
@@ -89,14 +92,16 @@ func AppendFacts(md, agentID, section, content string) (out string, added int, e
 
 	d := newDoc(md)
 	d.closeFence()
+	// A fact is the same fact whatever its TTL marker says (factttl): the
+	// marker is when it stops being true, not what it says.
 	seen := map[string]bool{}
 	for _, f := range parseFacts(d) {
-		seen[f.Text] = true
+		seen[factttl.Strip(f.Text)] = true
 	}
 	var bullets []string
 	for _, f := range facts {
-		if !seen[f] {
-			seen[f] = true
+		if key := factttl.Strip(f); !seen[key] {
+			seen[key] = true
 			bullets = append(bullets, "- "+f)
 		}
 	}

@@ -96,3 +96,13 @@ func BenchmarkDeriveFacts(b *testing.B) {
 		derive("memory/agent-00004/facts.md", content)
 	}
 }
+
+// BenchmarkDeriveEpisode: what the graph derives from one episode run file
+// (episode_test.go's failureRun), the per-episode cost of ingesting.
+func BenchmarkDeriveEpisode(b *testing.B) {
+	b.SetBytes(int64(len(failureRun)))
+	b.ReportAllocs()
+	for b.Loop() {
+		derive(runPath, failureRun)
+	}
+}

@@ -61,13 +61,42 @@ func randomFacts(r *rand.Rand, n int) string {
 	return b.String()
 }
 
+// randomEpisode writes an episode run file whose field lines come in any
+// order, repeat, and link entities of the right type, another type or
+// many, with context paths of any depth, and fields after the header.
+func randomEpisode(r *rand.Rand) string {
+	var b strings.Builder
+	b.WriteString("# Episode\n\n")
+	labels := []string{"Episode", "Task", "Outcome", "Context", "Skills used", "Artifacts touched", "Failure mode", "Fix", "Tests", "Environment", "When"}
+	prefixes := []string{"episode:", "task:", "outcome:", "context:", "skill:", "artifact:", "failure-mode:", "fix:", "test:", "environment:", "", "person:"}
+	for i := range 4 + r.IntN(20) {
+		if i > 3 && r.IntN(15) == 0 {
+			b.WriteString("\n## Summary\n\n")
+		}
+		fmt.Fprintf(&b, "- **%s:**", labels[r.IntN(len(labels))])
+		for range r.IntN(4) {
+			prefix := prefixes[r.IntN(len(prefixes))]
+			name := fmt.Sprintf("E%d", r.IntN(6))
+			if prefix == "context:" {
+				name = strings.Repeat(name+"/", r.IntN(3)) + name
+			}
+			fmt.Fprintf(&b, " [[%s%s]]", prefix, name)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
 func TestDeriveMatchesSets(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 9))
 	for i := range 300 {
 		content := randomFacts(r, 1+r.IntN(60))
 		p := "memory/agent-7/facts.md"
-		if i%5 == 0 {
+		switch i % 5 {
+		case 0:
 			p = "memory/agent-7/snapshot.md"
+		case 1:
+			p, content = "memory/agent-7/runs/run_7.md", randomEpisode(r)
 		}
 		if ms := Extract(p, content); !slices.IsSortedFunc(ms, func(a, b Mention) int { return a.Line - b.Line }) {
 			t.Fatalf("case %d: Extract's mentions are not in line order: %v", i, ms)

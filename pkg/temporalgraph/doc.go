@@ -14,6 +14,16 @@
 // is its Label; later distinct spellings are kept as Aliases (never
 // removed).
 //
+// The types that exist only through episodes — episode, task, outcome,
+// failure_mode, fix, context, test, environment — carry their type in
+// their id, so an outcome "failure" or a context "backend" is not the
+// plain concept of that name: "<prefix>-" + Slug(target) (prefixes
+// "episode", "task", "outcome", "failure-mode", "fix", "context", "test",
+// "environment"), unless Slug(target) starts with that prefix and "-"
+// already ([[task:task-1a2b3c4d]] is task-1a2b3c4d, not
+// task-task-1a2b3c4d), cut like any slug. Skills and artifacts keep the
+// plain slug ([[skill:Go Testing]] is go-testing).
+//
 // # Extraction rules (Extract)
 //
 // Only Markdown files (".md") are read; fenced code blocks are skipped.
@@ -21,17 +31,25 @@
 // also edges EntityID —Relation→ Target.
 //
 //  1. Wiki links. Every [[Target]] or [[Target|shown text]] yields a
-//     refers_to declaration of Target. A prefix person:, project:,
-//     artifact:, agent: or concept: (case-insensitive) sets the type and is
-//     not part of the label; otherwise the type is "concept". The shown
-//     text is display only and does not become an alias. Links whose
-//     target has no letters or digits are ignored.
-//  2. Facts. In memory/<agent>/facts.md, a fact bullet (mdops.ParseFacts)
+//     refers_to declaration of Target. A prefix (case-insensitive) sets
+//     the type and is not part of the label: person:, project:,
+//     artifact:, agent:, concept:, and the episode types skill:, episode:,
+//     task:, outcome:, failure-mode: (or failure_mode:), fix:, context:,
+//     test:, environment:; otherwise the type is "concept". The shown
+//     text is display only and does not become an alias, except for a
+//     task, whose target is a hash: its shown text (the task) is its
+//     label. Links whose target has no letters or digits are ignored.
+//     Ids: see Entity ids above, and for the episode-only types below.
+//  2. Contexts. A context target is a path, levels separated by "/" or
+//     ":" (ai-skills-memory-protocol §4.2.1): [[context:a/b/c]] declares
+//     the contexts a, a/b and a/b/c (labels the paths) and yields
+//     a/b/c —child_of→ a/b —child_of→ a, on the link's line.
+//  3. Facts. In memory/<agent>/facts.md, a fact bullet (mdops.ParseFacts)
 //     whose own line links two or more distinct entities yields one
 //     relates_to edge per unordered pair, emitted once with
 //     EntityID < Target (relates_to is symmetric; readers must treat it as
 //     undirected). Links on wrapped or sub-bullet lines only declare.
-//  3. Decisions. In memory/<agent>/decisions.md, each entry
+//  4. Decisions. In memory/<agent>/decisions.md, each entry
 //     (mdops.ParseDecisions) is an entity of type "decision" with id
 //     "decision-" + Slug(date + " " + title) (cut to Slug's 64 bytes),
 //     label the title, and an edge decision —decided_by→ agent. Wiki links
@@ -39,12 +57,24 @@
 //     Consequences) yield decision —refers_to→ entity edges, on the line of
 //     the link within the entry. Two entries with the same date and title
 //     are the same entity.
-//  4. Agent folders. Any Markdown file under memory/<agent>/ makes the agent
+//  5. Episode run files. A file under memory/<agent>/runs/ whose header
+//     (the lines before its first "## " heading) has a
+//     "- **Episode:** [[episode:…]]" line is an episode (the format
+//     IngestEpisode writes, docs/episodes.md). Its header's field lines
+//     yield the typed edges of ai-skills-memory-protocol §4.2, each on its
+//     line, from links of the field's type only (episodeMentions):
+//     Skills used → episode —used_skill→ skill; Artifacts touched →
+//     —touched_artifact→ artifact; Outcome → —resulted_in→ outcome;
+//     Failure mode → outcome —has_failure_mode→ failure mode; Fix →
+//     failure mode —mitigated_by→ fix; Context → —in_context→ context;
+//     Tests → —ran_test→ test; Environment → —ran_in→ environment;
+//     Task → task —has_episode→ episode. No relates_to pairs.
+//  6. Agent folders. Any Markdown file under memory/<agent>/ makes the agent
 //     (type "agent", id Slug(folder name), label the folder name) mention
 //     every entity the file names: one agent —mentions→ entity edge per
-//     wiki-link target and per decision, on its line (the agent itself
-//     excepted). Files outside agent folders
-//     yield only the mentions of rules 1–3, i.e. declarations without the
+//     wiki-link target, per ancestor of a context path and per decision,
+//     on its line (the agent itself excepted). Files outside agent folders
+//     yield only the mentions of rules 1–4, i.e. declarations without the
 //     agent edges.
 //
 // # Temporal graph (Graph)

@@ -17,7 +17,25 @@ const (
 	TypeDecision = "decision"
 	TypePerson   = "person"
 	TypeProject  = "project"
+
+	// The typed nodes of episodes (ai-skills-memory-protocol §4.1),
+	// derived from episode run files (episode.go) and typed links.
+	TypeSkill       = "skill"
+	TypeEpisode     = "episode"
+	TypeOutcome     = "outcome"
+	TypeFailureMode = "failure_mode"
+	TypeFix         = "fix"
+	TypeContext     = "context"
+	TypeTest        = "test"
+	TypeEnvironment = "environment"
+	TypeTask        = "task"
 )
+
+// Types lists every entity type, in the API's enum order.
+var Types = []string{
+	TypeAgent, TypeConcept, TypeArtifact, TypeDecision, TypePerson, TypeProject,
+	TypeSkill, TypeEpisode, TypeOutcome, TypeFailureMode, TypeFix, TypeContext, TypeTest, TypeEnvironment, TypeTask,
+}
 
 // Relations.
 const (
@@ -25,7 +43,26 @@ const (
 	RelRefersTo  = "refers_to"
 	RelDecidedBy = "decided_by"
 	RelRelatesTo = "relates_to"
+
+	// The typed edges of episodes (ai-skills-memory-protocol §4.2).
+	RelUsedSkill       = "used_skill"       // episode → skill
+	RelTouchedArtifact = "touched_artifact" // episode → artifact
+	RelResultedIn      = "resulted_in"      // episode → outcome
+	RelHasFailureMode  = "has_failure_mode" // outcome → failure mode
+	RelMitigatedBy     = "mitigated_by"     // failure mode → fix
+	RelInContext       = "in_context"       // episode → context
+	RelChildOf         = "child_of"         // context → its parent context
+	RelRanTest         = "ran_test"         // episode → test
+	RelHasEpisode      = "has_episode"      // task → episode
+	RelRanIn           = "ran_in"           // episode → environment
 )
+
+// Relations lists every relation the graph derives.
+var Relations = []string{
+	RelMentions, RelRelatesTo, RelDecidedBy, RelRefersTo,
+	RelUsedSkill, RelTouchedArtifact, RelResultedIn, RelHasFailureMode, RelMitigatedBy,
+	RelInContext, RelChildOf, RelRanTest, RelHasEpisode, RelRanIn,
+}
 
 // Mention is one thing Extract found in a file.
 //
@@ -56,13 +93,28 @@ type Mention struct {
 // holds the entity.
 var typePrefixes = map[string]string{
 	TypeAgent: TypeAgent, TypeConcept: TypeConcept, TypeArtifact: TypeArtifact, TypePerson: TypePerson, TypeProject: TypeProject,
+	TypeSkill: TypeSkill, TypeEpisode: TypeEpisode, TypeOutcome: TypeOutcome, TypeFix: TypeFix, TypeContext: TypeContext,
+	TypeTest: TypeTest, TypeEnvironment: TypeEnvironment, TypeTask: TypeTask,
+	"failure-mode": TypeFailureMode, "failure_mode": TypeFailureMode,
+}
+
+// idPrefixes are the types whose ids carry their type: these nodes exist
+// only through episodes, and an outcome "failure", a test "lint" or a
+// context "backend" must not become the plain concept of that name.
+// Skills and artifacts keep the plain slug, so [[skill:go-testing]] is
+// /entities/go-testing and the concept [[go-testing]] is the same node.
+var idPrefixes = map[string]string{
+	TypeEpisode: "episode", TypeTask: "task", TypeOutcome: "outcome", TypeFailureMode: "failure-mode",
+	TypeFix: "fix", TypeContext: "context", TypeTest: "test", TypeEnvironment: "environment",
 }
 
 // link is a parsed wiki link.
 type link struct{ id, label, typ string }
 
-// parseLink parses the target part of a wiki link (or an Entity-Refs item).
-func parseLink(raw string) (link, bool) {
+// parseLink parses the target part of a wiki link (or an Entity-Refs item);
+// shown is the link's shown text ("" if none), which only a task's link
+// uses: a task's target is a hash, its shown text the task.
+func parseLink(raw, shown string) (link, bool) {
 	t := strings.TrimSpace(raw)
 	typ := TypeConcept
 	if i := strings.IndexByte(t, ':'); i > 0 {
@@ -71,22 +123,94 @@ func parseLink(raw string) (link, bool) {
 			t = strings.TrimSpace(t[i+1:])
 		}
 	}
+	if typ == TypeConcept {
+		// Most links: none of the typed rules below applies.
+		id := Slug(t)
+		return link{id: id, label: t, typ: typ}, id != ""
+	}
+	if typ == TypeContext {
+		t = contextPath(t)
+	}
 	id := Slug(t)
 	if id == "" {
 		return link{}, false
 	}
+	if p, ok := idPrefixes[typ]; ok {
+		id = typedID(p, id)
+	}
+	if typ == TypeTask {
+		if s := strings.TrimSpace(shown); s != "" {
+			t = s
+		}
+	}
 	return link{id: id, label: t, typ: typ}, true
+}
+
+// EntityID is the id of the entity that ref — a wiki-link target, an
+// entity ref, an id or a label — names, as Extract derives it: "skill:Go
+// Testing" is go-testing, "outcome:failure" outcome-failure, "Go Testing"
+// go-testing; "" if it names none. Ids map to themselves (they hold no
+// ':'), so lookups may take any of these.
+func EntityID(ref string) string {
+	l, _ := parseLink(ref, "")
+	return l.id
+}
+
+// typedID is the id of an entity of a type whose ids carry it: prefix +
+// "-" + slug, or slug when it has that prefix already (a task link's
+// target is "task-<hash>" and stays so). Cut like any slug, so
+// Slug(id) == id.
+func typedID(prefix, slug string) string {
+	if strings.HasPrefix(slug, prefix+"-") {
+		return slug
+	}
+	return Slug(prefix + "-" + slug)
+}
+
+// contextPath normalises a context path: levels are separated by "/" or
+// ":", trimmed, and joined with "/"; levels without letters or digits are
+// dropped (they would have no id of their own).
+func contextPath(t string) string {
+	if !strings.ContainsAny(t, "/:") {
+		return t
+	}
+	var levels []string
+	for l := range strings.FieldsFuncSeq(t, func(r rune) bool { return r == '/' || r == ':' }) {
+		if l = strings.TrimSpace(l); Slug(l) != "" {
+			levels = append(levels, l)
+		}
+	}
+	return strings.Join(levels, "/")
+}
+
+// contextChain returns the declarations of the ancestors of the context l
+// (a path "a/b/c" declares "a" and "a/b") and its CHILD_OF edges, each
+// level to its parent (c → a/b → a), on line: the hierarchy of
+// ai-skills-memory-protocol §4.2.1, built from the path alone.
+func contextChain(l link, line int) []Mention {
+	var out []Mention
+	child := l
+	for i := strings.LastIndexByte(child.label, '/'); i > 0; i = strings.LastIndexByte(child.label, '/') {
+		parent := link{id: typedID(idPrefixes[TypeContext], Slug(child.label[:i])), label: child.label[:i], typ: TypeContext}
+		if parent.id != child.id { // a deep path cut to Slug's limit
+			out = append(out,
+				Mention{EntityID: parent.id, Label: parent.label, Type: TypeContext, Relation: RelRefersTo, Line: line},
+				Mention{EntityID: child.id, Label: child.label, Type: TypeContext, Relation: RelChildOf, Target: parent.id, Line: line})
+		}
+		child = parent
+	}
+	return out
 }
 
 // linksIn returns the wiki links of s in order.
 func linksIn(s string) []link {
 	var out []link
 	for {
-		target, rest, ok := nextWikiLink(s)
+		target, shown, rest, ok := nextWikiLink(s)
 		if !ok {
 			return out
 		}
-		if l, ok := parseLink(target); ok {
+		if l, ok := parseLink(target, shown); ok {
 			out = append(out, l)
 		}
 		s = rest
@@ -95,17 +219,17 @@ func linksIn(s string) []link {
 
 // nextWikiLink finds the leftmost wiki link in s, [[Target]] or
 // [[Target|shown text]], as the regular expression
-// \[\[([^\[\]|\n]+)(?:\|[^\[\]\n]*)?\]\] would (the tests hold it to that)
+// \[\[([^\[\]|\n]+)(?:\|([^\[\]\n]*))?\]\] would (the tests hold it to that)
 // but without the regexp engine, the costly part of parsing on the graph's
-// first start (docs/performance.md): target is the group, rest what
-// follows the match. The classes
+// first start (docs/performance.md): target and shown are the groups, rest
+// what follows the match. The classes
 // exclude the bytes a match ends on, so the match at a start, if any, is
 // unique, and a failed start moves on by one byte, as the engine does.
-func nextWikiLink(s string) (target, rest string, ok bool) {
+func nextWikiLink(s string) (target, shown, rest string, ok bool) {
 	for {
 		i := strings.Index(s, "[[")
 		if i < 0 {
-			return "", "", false
+			return "", "", "", false
 		}
 		s = s[i+1:] // the next start to try, should this one fail
 		t := s[1:]
@@ -120,7 +244,10 @@ func nextWikiLink(s string) (target, rest string, ok bool) {
 				end = n + 1 + m
 			}
 			if strings.HasPrefix(t[end:], "]]") {
-				return t[:n], t[end+2:], true
+				if end > n {
+					shown = t[n+1 : end]
+				}
+				return t[:n], shown, t[end+2:], true
 			}
 		}
 	}
@@ -202,17 +329,22 @@ func extract(p, content string) ([]Mention, []mdops.Fact) {
 	for _, ll := range lines {
 		for _, l := range ll.links {
 			out = append(out, Mention{EntityID: l.id, Label: l.label, Type: l.typ, Relation: RelRefersTo, Line: ll.line})
+			if l.typ == TypeContext && strings.IndexByte(l.label, '/') > 0 {
+				out = append(out, contextChain(l, ll.line)...)
+			}
 		}
 	}
 	var facts []mdops.Fact
 	if agentID != "" {
-		switch rest {
-		case "facts.md":
+		switch {
+		case rest == "facts.md":
 			facts = mdops.ParseFacts(content)
 			out = mergeByLine(out, factPairs(facts, lines))
-		case "decisions.md":
+		case rest == "decisions.md":
 			out = append(out, decisionMentions(content, agentID, lines)...)
 			slices.SortStableFunc(out, func(a, b Mention) int { return a.Line - b.Line })
+		case strings.HasPrefix(rest, runsDir):
+			out = mergeByLine(out, episodeMentions(content, lines))
 		}
 	}
 

@@ -124,7 +124,7 @@ func TestExtractDeterministic(t *testing.T) {
 }
 
 // wikiRe is the definition nextWikiLink is held to.
-var wikiRe = regexp.MustCompile(`\[\[([^\[\]|\n]+)(?:\|[^\[\]\n]*)?\]\]`)
+var wikiRe = regexp.MustCompile(`\[\[([^\[\]|\n]+)(?:\|([^\[\]\n]*))?\]\]`)
 
 // nextWikiLink finds exactly the matches of wikiRe, in order, on random
 // text dense in brackets, bars and newlines.
@@ -139,15 +139,15 @@ func TestNextWikiLinkMatchesRegexp(t *testing.T) {
 		s := b.String()
 		var want []string
 		for _, m := range wikiRe.FindAllStringSubmatch(s, -1) {
-			want = append(want, m[1])
+			want = append(want, m[1], m[2])
 		}
 		var got []string
 		for rest := s; ; {
-			target, r, ok := nextWikiLink(rest)
+			target, shown, r, ok := nextWikiLink(rest)
 			if !ok {
 				break
 			}
-			got = append(got, target)
+			got = append(got, target, shown)
 			rest = r
 		}
 		require.Equal(t, want, got, "%q", s)

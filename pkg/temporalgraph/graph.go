@@ -529,7 +529,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 	if agent := Slug(c.AgentID); agent != "" && len(c.EntityRefs) > 0 {
 		var ms []Mention
 		for _, r := range c.EntityRefs {
-			if l, ok := parseLink(r); ok && l.id != agent {
+			if l, ok := parseLink(r, ""); ok && l.id != agent {
 				ms = append(ms,
 					Mention{EntityID: l.id, Label: l.label, Type: l.typ, Relation: RelRefersTo},
 					Mention{EntityID: agent, Label: c.AgentID, Type: TypeAgent, Relation: RelRefersTo, Target: l.id})
@@ -1027,17 +1027,18 @@ func (n *nodeState) existsAt(p Point) bool {
 	return p.IsNow() || p.reached(n.firstSeen, n.firstOrd)
 }
 
-// Node returns the entity id (any label spelling is accepted: it goes
-// through Slug) and its edges, in either direction, visible at at (zero:
-// now). ok is false if the node does not exist at at. The node's fields
-// are its latest state; only edges and existence are temporal.
+// Node returns the entity id (any label spelling or typed link target is
+// accepted: it goes through EntityID) and its edges, in either direction,
+// visible at at (zero: now). ok is false if the node does not exist at at.
+// The node's fields are its latest state; only edges and existence are
+// temporal.
 func (g *Graph) Node(id string, at time.Time) (Node, []Edge, bool) {
 	return g.NodeAt(id, AtTime(at))
 }
 
 // NodeAt is Node as of a point in commit order (zero: now).
 func (g *Graph) NodeAt(id string, at Point) (Node, []Edge, bool) {
-	n := g.nodes[Slug(id)]
+	n := g.nodes[EntityID(id)]
 	if n == nil || !n.existsAt(at) {
 		return Node{}, nil, false
 	}
@@ -1099,7 +1100,7 @@ func (g *Graph) Neighbors(id string, depth int, relations []string, at time.Time
 
 // NeighborsAt is Neighbors as of a point in commit order (zero: now).
 func (g *Graph) NeighborsAt(id string, depth int, relations []string, at Point) ([]Node, []Edge) {
-	start := Slug(id)
+	start := EntityID(id)
 	if n := g.nodes[start]; n == nil || !n.existsAt(at) {
 		return nil, nil
 	}
@@ -1156,7 +1157,7 @@ func (g *Graph) NeighborsAt(id string, depth int, relations []string, at Point) 
 func (g *Graph) History(id string) []FactChange {
 	r := g.reader()
 	defer r.done()
-	return r.history(Slug(id))
+	return r.history(EntityID(id))
 }
 
 // Dump renders the whole graph canonically (nodes, every edge interval,

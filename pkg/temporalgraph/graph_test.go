@@ -2,6 +2,7 @@ package temporalgraph
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -280,7 +281,8 @@ func TestRebuildIsDeterministic(t *testing.T) {
 func TestKeepsNoSubstringOfItsInput(t *testing.T) {
 	g := New()
 	var inputs []string
-	for _, c := range history() {
+	episode := Commit{Sha: "c6", Time: at(6), Files: map[string]*string{"memory/curator/runs/run_ep-1.md": ptr(strings.Clone(failureRun))}}
+	for _, c := range append(history(), episode) {
 		for _, content := range c.Files {
 			if content != nil {
 				inputs = append(inputs, *content)

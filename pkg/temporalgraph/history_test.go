@@ -22,9 +22,10 @@ import (
 // pool (so facts and the edges they make are added, removed and added
 // again), decisions, notes created and deleted, a shared file outside the
 // agent folders, facts.md deleted and recreated, Entity-Refs on about a
-// third of the commits, entities spelled several ways and typed, runs of
-// commits within one second, and now and then the last commit applied
-// again.
+// third of the commits, entities spelled several ways and typed, episode
+// run files written, rewritten and rotated away (typed edges, context
+// chains), runs of commits within one second, and now and then the last
+// commit applied again.
 func churnHistory(seed uint64, n int) []Commit {
 	r := rand.New(rand.NewPCG(seed, 42))
 	const agents, entities = 12, 150
@@ -51,6 +52,7 @@ func churnHistory(seed uint64, n int) []Commit {
 	facts := make([][]string, agents)
 	notes := make([][]int, agents)
 	decisions := make([][]string, agents)
+	runs := make([][]int, agents)
 	start := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 	when := start
 	var out []Commit
@@ -67,7 +69,7 @@ func churnHistory(seed uint64, n int) []Commit {
 		dir := "memory/" + agent + "/"
 		c := Commit{Sha: fmt.Sprintf("%040x", i+1), Time: when, AgentID: agent, ProposalID: fmt.Sprintf("p%d", i),
 			Files: map[string]*string{}}
-		switch op := r.IntN(20); {
+		switch op := r.IntN(22); {
 		case op < 11: // facts change
 			fs := facts[a]
 			for range r.IntN(3) {
@@ -117,6 +119,18 @@ func churnHistory(seed uint64, n int) []Commit {
 			}
 		case op < 18: // outside the agent folders
 			c.Files["shared/glossary.md"] = ptr(fmt.Sprintf("# Glossary\n\n%s means %s\n", link(), link()))
+		case op < 20: // an episode run file: written, rewritten, or rotated away
+			k := r.IntN(4)
+			p := fmt.Sprintf("%sruns/run_e%d.md", dir, k)
+			if slices.Contains(runs[a], k) && r.IntN(3) == 0 {
+				runs[a] = slices.DeleteFunc(runs[a], func(x int) bool { return x == k })
+				c.Files[p] = nil
+			} else {
+				if !slices.Contains(runs[a], k) {
+					runs[a] = append(runs[a], k)
+				}
+				c.Files[p] = ptr(churnEpisode(r, k))
+			}
 		default: // a commit that changes no file
 		}
 		if r.IntN(3) == 0 {
@@ -127,6 +141,25 @@ func churnHistory(seed uint64, n int) []Commit {
 		out = append(out, c)
 	}
 	return out
+}
+
+// churnEpisode is an episode run file whose fields are drawn from small
+// pools, so skills, outcomes, failure modes and contexts are shared between
+// episodes and come and go.
+func churnEpisode(r *rand.Rand, k int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Episode ep-%d\n\n- **Episode:** [[episode:ep-%d]]\n", k, k)
+	fmt.Fprintf(&b, "- **Task:** [[task:task-%08x|Task %d]]\n", r.IntN(5), r.IntN(5))
+	fmt.Fprintf(&b, "- **Outcome:** [[outcome:%s]]\n", []string{"success", "failure", "partial"}[r.IntN(3)])
+	if r.IntN(2) == 0 {
+		fmt.Fprintf(&b, "- **Context:** [[context:area-%d/topic-%d:leaf-%d]]\n", r.IntN(3), r.IntN(3), r.IntN(2))
+	}
+	fmt.Fprintf(&b, "- **Skills used:** [[skill:Skill %d]], [[skill:skill-%d]]\n", r.IntN(6), r.IntN(6))
+	if r.IntN(2) == 0 {
+		fmt.Fprintf(&b, "- **Failure mode:** [[failure-mode:mode %d]]\n- **Fix:** [[fix:fix %d]]\n", r.IntN(4), r.IntN(4))
+	}
+	fmt.Fprintf(&b, "- **Tests:** [[test:t%d]] pass\n\n## Summary\n\nUsed [[Entity %d]].\n", r.IntN(3), r.IntN(150))
+	return b.String()
 }
 
 // points are the points in commit order a comparison asks about: now,
@@ -175,14 +208,14 @@ func sameAnswers(t *testing.T, g *Graph, ref *refGraph, ps []Point) {
 				continue
 			}
 			for depth := 1; depth <= 2+i%80/40; depth++ { // 3 for some
-				for _, rels := range [][]string{nil, {RelRelatesTo}, {RelMentions, RelRefersTo}} {
+				for _, rels := range [][]string{nil, {RelRelatesTo}, {RelMentions, RelRefersTo}, {RelUsedSkill, RelChildOf, RelResultedIn}} {
 					ns, es := g.NeighborsAt(id, depth, rels, p)
 					rns, res := ref.NeighborsAt(id, depth, rels, p)
 					same(fmt.Sprintf("NeighborsAt(%s, %d, %v, %v)", id, depth, rels, p), []any{ns, es}, []any{rns, res})
 				}
 			}
 		}
-		for _, f := range []NodeFilter{{Point: p}, {Point: p, Type: TypeAgent}, {Point: p, Query: "entity 1"}} {
+		for _, f := range []NodeFilter{{Point: p}, {Point: p, Type: TypeAgent}, {Point: p, Type: TypeContext}, {Point: p, Query: "entity 1"}} {
 			same(fmt.Sprintf("Nodes(%+v)", f), g.Nodes(f), ref.Nodes(f))
 		}
 	}
@@ -209,6 +242,15 @@ func TestRebuildEqualsInMemoryReference(t *testing.T) {
 	for _, c := range commits {
 		ref.ApplyCommit(c)
 	}
+	// The churn covers episodes: typed edges opened and closed.
+	closedTyped := 0
+	for _, e := range ref.allEdges() {
+		if e.Relation == RelUsedSkill && !e.ValidTo.IsZero() {
+			closedTyped++
+		}
+	}
+	require.Positive(t, closedTyped, "no episode edge closed in the churn")
+	require.Contains(t, ref.Dump(), "-child_of->")
 	for _, flushAt := range []int{1, 37, flushRecords} {
 		t.Run(fmt.Sprintf("flush at %d", flushAt), func(t *testing.T) {
 			g := NewIn(t.TempDir())
@@ -260,9 +302,9 @@ func TestOldSnapshotVersionIsRejected(t *testing.T) {
 	enc := gob.NewEncoder(&buf)
 	require.NoError(t, enc.Encode(struct {
 		Version, Nodes int
-	}{3, 1}))
+	}{4, 1}))
 	_, err := DecodeSnapshot(gob.NewDecoder(&buf))
-	require.ErrorContains(t, err, "snapshot version 3, want 4")
+	require.ErrorContains(t, err, "snapshot version 4, want 5")
 }
 
 // Times and strings come back from disk as they went: the zero time too,

@@ -87,8 +87,10 @@ type (
 // beside the times; a version 2 snapshot lacks them, so it is rebuilt. 4:
 // open edges only, the history in chunks of its own after the live state,
 // an End chunk instead of counts in the header; an older snapshot is
-// rejected (the caller rebuilds from git).
-const snapshotVersion = 4
+// rejected (the caller rebuilds from git). 5: the typed nodes and edges of
+// episodes (issue #27): the same history derives more (episode run files,
+// typed links, context hierarchies), so a version 4 graph is stale.
+const snapshotVersion = 5
 
 // snapChunkSize bounds the items per chunk, and so what encoding and
 // decoding hold beyond the graph itself.

@@ -207,7 +207,7 @@ func (g *refGraph) ApplyCommit(c Commit) {
 	if agent := Slug(c.AgentID); agent != "" && len(c.EntityRefs) > 0 {
 		var ms []Mention
 		for _, r := range c.EntityRefs {
-			if l, ok := parseLink(r); ok && l.id != agent {
+			if l, ok := parseLink(r, ""); ok && l.id != agent {
 				ms = append(ms,
 					Mention{EntityID: l.id, Label: l.label, Type: l.typ, Relation: RelRefersTo},
 					Mention{EntityID: agent, Label: c.AgentID, Type: TypeAgent, Relation: RelRefersTo, Target: l.id})

@@ -107,6 +107,9 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 	for _, w := range l1.Warnings {
 		warn(w)
 	}
+	if n := lapsedIn(l1.Files, commit.Committer.When); n > 0 { // stale.go
+		warn(staleWarningText(req.agent, n))
+	}
 
 	// 2. Search hits for the hint, grouped by file.
 	hitsByFile := map[string][]*memoryv1.ContextSection{}

@@ -137,6 +137,7 @@ func (s *Service) readMemory(ctx context.Context, r readRequest) (*memoryRead, e
 	if err != nil {
 		return nil, budgetError("maxTokens", err)
 	}
+	read = staleWarning(r.agent, read, commit.Committer.When, s.count) // stale.go
 	for _, f := range read.res.Files {
 		if f.Rel == memlayout.FactsFile {
 			s.usage.record(r.agent, f.Content)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"go.opentelemetry.io/otel/metric"
@@ -46,6 +47,9 @@ type Deps struct {
 	Usage memoryv1.ProposalApplyServiceClient
 	// MeterProvider receives the caches' figures (nil: not measured).
 	MeterProvider metric.MeterProvider
+	// Now is the clock GetStaleFacts judges expiry by; nil = time.Now.
+	// Reads judge it by the commit's time instead (stale.go).
+	Now func() time.Time
 }
 
 // Service is the context-assembly service.

@@ -1,11 +1,14 @@
 package entitygraph
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/enumname"
 	"github.com/garden-bloom/memory/pkg/mdops"
 	"github.com/garden-bloom/memory/pkg/temporalgraph"
@@ -13,6 +16,12 @@ import (
 
 // Conversions between the API's messages and the graph's types. Nodes and
 // edges are converted for a viewer: what it may not see is left out.
+//
+// The graph's type and relation names are the enums' REST short forms
+// ("failure_mode" is ENTITY_TYPE_FAILURE_MODE, "used_skill"
+// RELATION_USED_SKILL), so enumname converts both ways without a table to
+// keep in step; the tests hold every temporalgraph.Types and
+// temporalgraph.Relations value to a declared enum value and back.
 
 func entityType(t string) memoryv1.EntityType {
 	v, ok := enumname.Parse(memoryv1.EntityType(0).Descriptor(), t)
@@ -38,13 +47,28 @@ func relation(r string) memoryv1.Relation {
 	return memoryv1.Relation(v)
 }
 
-// relationNames are the graph's names of rs.
-func relationNames(rs []memoryv1.Relation) []string {
+// relationNames are the graph's names of rs; a value that names no
+// relation (unspecified, or a number the API does not declare) is an
+// InvalidArgument on relations[i]: as a filter it would match nothing.
+func relationNames(rs []memoryv1.Relation) ([]string, error) {
 	var out []string
-	for _, r := range rs {
+	for i, r := range rs {
+		if r == memoryv1.Relation_RELATION_UNSPECIFIED || r.Descriptor().Values().ByNumber(r.Number()) == nil {
+			field := fmt.Sprintf("relations[%d]", i)
+			named := slices.DeleteFunc(enumname.Allowed(r.Descriptor()), func(n string) bool { return n == "unspecified" })
+			return nil, apierr.InvalidArgument(field, fmt.Sprintf("%s must be a relation: one of %s", field, strings.Join(named, ", ")))
+		}
 		out = append(out, enumname.Name(r))
 	}
-	return out
+	return out, nil
+}
+
+// checkEntityType rejects a type filter the API does not declare.
+func checkEntityType(t memoryv1.EntityType) error {
+	if t.Descriptor().Values().ByNumber(t.Number()) == nil {
+		return apierr.InvalidArgument("type", fmt.Sprintf("type must be one of %s", strings.Join(enumname.Allowed(t.Descriptor()), ", ")))
+	}
+	return nil
 }
 
 func (v viewer) node(n temporalgraph.Node) *memoryv1.Entity {

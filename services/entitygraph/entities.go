@@ -82,7 +82,7 @@ func (s *Service) entity(ctx context.Context, id, at string) (temporalgraph.Node
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	n, edges, ok := s.graph.NodeAt(temporalgraph.Slug(id), p)
+	n, edges, ok := s.graph.NodeAt(temporalgraph.EntityID(id), p)
 	return n, edges, ok, nil
 }
 
@@ -141,7 +141,7 @@ func (s *Service) neighbors(ctx context.Context, v viewer, entityID string, dept
 	if err != nil {
 		return nil, err
 	}
-	id := temporalgraph.Slug(entityID)
+	id := temporalgraph.EntityID(entityID)
 	s.mu.RLock()
 	start, _, ok := s.graph.NodeAt(id, p)
 	nodes, edges := s.graph.NeighborsAt(id, depth, rels, p)
@@ -191,8 +191,8 @@ func reachable(start string, edges []*memoryv1.Edge, depth int) map[string]bool 
 // oldest first, skipping the first skip.
 func (s *Service) entityHistory(v viewer, entityID string, skip, size int) (*memoryv1.GetEntityHistoryResponse, error) {
 	s.mu.RLock()
-	changes := s.graph.History(temporalgraph.Slug(entityID))
-	node, _, known := s.graph.Node(temporalgraph.Slug(entityID), timeZero)
+	changes := s.graph.History(temporalgraph.EntityID(entityID))
+	node, _, known := s.graph.Node(temporalgraph.EntityID(entityID), timeZero)
 	s.mu.RUnlock()
 	knows := func() bool {
 		return known && v.visible(node) || slices.ContainsFunc(changes, func(c temporalgraph.FactChange) bool { return v.sees(c.File) })

@@ -31,7 +31,7 @@ func (s *Service) checkProposal(ctx context.Context, agent string, updates []*me
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, ref := range refs {
-		if _, _, ok := s.graph.Node(temporalgraph.Slug(ref), timeZero); !ok {
+		if _, _, ok := s.graph.Node(temporalgraph.EntityID(ref), timeZero); !ok {
 			findings = append(findings, &memoryv1.CheckFinding{Kind: FindingUnknownRef, UpdateIndex: -1,
 				Detail: fmt.Sprintf("entity ref %q is not in the entity graph", ref)})
 		}

@@ -86,6 +86,9 @@ func (h *handler) ListEntities(ctx context.Context, req *memoryv1.ListEntitiesRe
 	if err != nil {
 		return nil, err
 	}
+	if err := checkEntityType(req.GetType()); err != nil {
+		return nil, err
+	}
 	if agent := req.GetAgentId(); agent != "" {
 		// Asking for another agent's entities is denied, as reading its
 		// memory is, rather than answered with an empty page.
@@ -106,7 +109,11 @@ func (h *handler) GetNeighbors(ctx context.Context, req *memoryv1.GetNeighborsRe
 	if req.GetDepth() < 0 || req.GetDepth() > temporalgraph.MaxDepth {
 		return nil, apierr.InvalidArgument("depth", fmt.Sprintf("depth must be 1 to %d", temporalgraph.MaxDepth))
 	}
-	return h.svc.neighbors(ctx, v, req.GetEntityId(), int(req.GetDepth()), relationNames(req.GetRelations()), req.GetAt())
+	rels, err := relationNames(req.GetRelations())
+	if err != nil {
+		return nil, err
+	}
+	return h.svc.neighbors(ctx, v, req.GetEntityId(), int(req.GetDepth()), rels, req.GetAt())
 }
 
 // GetEntityHistory lists facts about an entity added and removed, oldest first.

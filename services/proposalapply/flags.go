@@ -69,7 +69,7 @@ func (s *Service) graphFlags(ctx context.Context, p *memoryv1.Proposal) []string
 	}
 	var refs []string
 	for _, r := range p.GetEntityRefs() {
-		if !introduced[temporalgraph.Slug(r)] {
+		if !introduced[temporalgraph.EntityID(r)] {
 			refs = append(refs, r)
 		}
 	}

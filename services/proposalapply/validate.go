@@ -147,6 +147,11 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 			if err := mdops.ValidateHeadings(s); err != nil {
 				return nil, contentError(field, err)
 			}
+			if f.Kind == memlayout.KindFacts && op == memoryv1.Operation_OPERATION_APPEND {
+				if err := checkTTLMarkers(field, s); err != nil { // ttl.go
+					return nil, err
+				}
+			}
 			clean.Content = s
 		}
 	}

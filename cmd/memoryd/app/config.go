@@ -44,6 +44,7 @@ type Config struct {
 	GRPC          grpcserver.Limits // --grpc-max-* connection limits
 	Gateway       gateway.Config
 	ProposalApply proposalapply.Config
+	FactTTL       proposalapply.TTLConfig // --ttl-interval
 	SearchIndex   searchindex.Config
 }
 
@@ -255,6 +256,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.GRPC.RegisterFlags(fs)
 	c.Gateway.RegisterFlags(fs)
 	c.ProposalApply.RegisterFlags(fs)
+	c.FactTTL.RegisterFlags(fs)
 	c.SearchIndex.RegisterFlags(fs)
 }
 
@@ -293,6 +295,9 @@ func (c *Config) Validate() error {
 		if err := c.ProposalApply.Validate(); err != nil {
 			return err
 		}
+		if err := c.FactTTL.Validate(); err != nil {
+			return err
+		}
 	} else if c.ProposalApply.GitRemoteURL != "" || c.ProposalApply.GitCredentialsFile != "" {
 		// Only the write plane may hold git write credentials.
 		return fmt.Errorf("target %q does not run proposal-apply: it must not be given --git-remote-url or --git-credentials-file", c.Target)
@@ -305,7 +310,7 @@ func (c *Config) Validate() error {
 			c.SearchIndex.IndexDir = filepath.Join(c.Storage.DataDir, "search-index")
 		}
 	}
-	if mods.Has(ModuleGateway) {
+	if mods.Edge() { // the REST and MCP edges share --rest-* limits
 		if err := c.Gateway.Validate(); err != nil {
 			return err
 		}
@@ -323,7 +328,7 @@ func (c *Config) Validate() error {
 		}
 		for _, m := range ServiceModules {
 			if !mods.Has(m) && c.Peers.Addr(m) == "" {
-				return fmt.Errorf("target %q serves the REST edge but not %s: set --%s-addr", c.Target, m, m)
+				return fmt.Errorf("target %q serves an HTTP edge (REST or MCP) but not %s: set --%s-addr", c.Target, m, m)
 			}
 		}
 	}

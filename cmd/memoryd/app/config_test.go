@@ -87,11 +87,12 @@ func TestParseTarget(t *testing.T) {
 		target string
 		want   Modules
 	}{
-		{"all", Modules{ModuleProposalApply, ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway}},
-		{"read", Modules{ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway}},
+		{"all", Modules{ModuleProposalApply, ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway, ModuleMCP}},
+		{"read", Modules{ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway, ModuleMCP}},
+		{"mcp", Modules{ModuleMCP}},
 		{"write", Modules{ModuleProposalApply}},
 		{"gateway, search-index", Modules{ModuleSearchIndex, ModuleGateway}},
-		{"write,read", Modules{ModuleProposalApply, ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway}},
+		{"write,read", Modules{ModuleProposalApply, ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway, ModuleMCP}},
 		{"entity-graph,entity-graph", Modules{ModuleEntityGraph}},
 	}
 	for _, tt := range tests {

@@ -69,6 +69,7 @@ func (a *App) table() *modules.Manager {
 		// The read replicas also serve the REST edge: it holds no
 		// credentials and scales with them.
 		{Name: string(ModuleGateway), Init: a.initGateway, In: read, Deps: []string{modServer}},
+		{Name: string(ModuleMCP), Init: a.initMCP, In: read, Deps: []string{modServer}},
 		{Name: modServe, Init: a.initServe, Internal: true, Always: true, Last: true, Deps: []string{modServer}},
 	} {
 		m.Register(d)
@@ -273,6 +274,9 @@ func (a *App) initProposalApply(ctx context.Context) (modules.Module, error) {
 		StartFunc: func(ctx context.Context) error {
 			err := svc.Start(ctx)
 			started.Store(err == nil)
+			if err == nil {
+				svc.StartTTL(a.cfg.FactTTL.Interval) // stops with svc.Stop
+			}
 			return err
 		},
 		// Finishes the apply under way: no half commit.
@@ -475,7 +479,7 @@ const readinessPoll = 200 * time.Millisecond
 func (a *App) initServe(context.Context) (modules.Module, error) {
 	var targets []healthcheck.Target
 	for _, m := range ServiceModules {
-		if !a.mods.Has(m) && !a.mods.Has(ModuleGateway) {
+		if !a.mods.Has(m) && !a.mods.Edge() {
 			continue
 		}
 		addr := a.serviceAddr(m)

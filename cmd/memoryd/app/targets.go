@@ -17,6 +17,9 @@ const (
 	ModuleEntityGraph     Module = "entity-graph"
 	ModuleProposalApply   Module = "proposal-apply"
 	ModuleGateway         Module = "gateway"
+	// ModuleMCP is the MCP edge: the Model Context Protocol over
+	// streamable HTTP at /mcp (pkg/mcpserver), beside the REST edge.
+	ModuleMCP Module = "mcp"
 )
 
 // ServiceModules are the gRPC services.
@@ -27,6 +30,10 @@ type Modules []Module
 
 // Has reports whether m is in the set.
 func (ms Modules) Has(m Module) bool { return slices.Contains(ms, m) }
+
+// Edge reports whether the set serves an HTTP edge (REST or MCP), which
+// calls every service, here or at its peer address.
+func (ms Modules) Edge() bool { return ms.Has(ModuleGateway) || ms.Has(ModuleMCP) }
 
 // ParseTarget expands a --target value (a comma list of targets and the
 // composites all, read and write) into the targets it runs, in start order.
@@ -42,7 +49,7 @@ func ParseTarget(target string) (Modules, error) {
 func targetsOf(names []string) Modules {
 	var out Modules
 	for _, n := range names {
-		if m := Module(n); slices.Contains(ServiceModules, m) || m == ModuleGateway {
+		if m := Module(n); slices.Contains(ServiceModules, m) || m == ModuleGateway || m == ModuleMCP {
 			out = append(out, m)
 		}
 	}

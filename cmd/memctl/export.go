@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/mdops"
+)
+
+type exportOptions struct {
+	agent, agents, out string
+	top, facts         int
+}
+
+func (c *cli) exportOnboardingCommand() *cobra.Command {
+	o := &exportOptions{}
+	cmd := &cobra.Command{
+		Use:   "export-onboarding",
+		Short: "Write onboarding_snapshot.yaml: skills, contexts, facts, loops, decisions, failure modes",
+		Long: `Write a short map of what an agent (or a team) knows, for a newcomer to read
+(AI Skills Memory Protocol §3.2, §10): onboarding_snapshot.yaml. It is
+generated from memory, never a source of truth, and small on purpose.
+
+  skills           USED_SKILL counts from episodes, success rate from their outcomes
+  contexts         context paths with their episode counts
+  key_facts        the newest facts of facts.md
+  open_loops       open loops of open_loops.md
+  recent_decisions the newest decisions of decisions.md
+  failure_modes    the most frequent failure modes and the fixes that mitigate them
+
+Everything comes from read calls: ReadMemory, GetLayer2, ListEntities and
+GetNeighbors; counts are the run files (episodes) an entity is referenced
+from. --out - writes to stdout; -o json writes JSON instead of YAML.`,
+		Example: `  memctl export-onboarding --agent my-agent
+  memctl export-onboarding --agents backend-bot,frontend-bot --out team_onboarding.yaml
+  memctl export-onboarding --agent my-agent --out - -o json | jq .skills`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.agents == "" {
+				o.agent = c.agentFlag(cmd, o.agent)
+			}
+			return c.exportOnboarding(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.agent, "agent", "", "the agent (default: $MEMCTL_AGENT or the config's agent)")
+	f.StringVar(&o.agents, "agents", "", "a team: comma-separated agents")
+	f.StringVar(&o.out, "out", "onboarding_snapshot.yaml", `file to write ("-" = stdout)`)
+	f.IntVar(&o.top, "top", 10, "entries per list (skills, contexts, failure modes, decisions, loops)")
+	f.IntVar(&o.facts, "facts", 20, "newest facts per agent")
+	cmd.MarkFlagsMutuallyExclusive("agent", "agents")
+	return cmd
+}
+
+// onboarding is onboarding_snapshot.yaml.
+type onboarding struct {
+	SchemaVersion   string           `json:"schema_version"`
+	GeneratedAt     string           `json:"generated_at"`
+	Note            string           `json:"note"`
+	Agents          []string         `json:"agents"`
+	Versions        map[string]int32 `json:"versions"`
+	Skills          []skillSummary   `json:"skills"`
+	Contexts        []countedName    `json:"contexts"`
+	FailureModes    []failureSummary `json:"failure_modes"`
+	KeyFacts        []factSummary    `json:"key_facts"`
+	OpenLoops       []loopSummary    `json:"open_loops"`
+	RecentDecisions []decisionBrief  `json:"recent_decisions"`
+	HowTo           []string         `json:"how_to"`
+}
+
+type skillSummary struct {
+	Skill       string   `json:"skill"`
+	EntityID    string   `json:"entity_id"`
+	Episodes    int      `json:"episodes"`
+	Successes   int      `json:"successes"`
+	Failures    int      `json:"failures"`
+	SuccessRate float64  `json:"success_rate"`
+	Agents      []string `json:"agents,omitempty"`
+}
+
+type countedName struct {
+	Name     string `json:"path"`
+	EntityID string `json:"entity_id"`
+	Episodes int    `json:"episodes"`
+}
+
+type failureSummary struct {
+	Signature   string   `json:"signature"`
+	EntityID    string   `json:"entity_id"`
+	Occurrences int      `json:"occurrences"`
+	Fixes       []string `json:"fixes"`
+}
+
+type factSummary struct {
+	Agent   string `json:"agent"`
+	Section string `json:"section"`
+	Fact    string `json:"fact"`
+}
+
+type loopSummary struct {
+	Agent    string `json:"agent"`
+	ID       string `json:"id"`
+	Priority string `json:"priority,omitempty"`
+	Text     string `json:"text"`
+}
+
+type decisionBrief struct {
+	Agent    string `json:"agent"`
+	ID       string `json:"id"`
+	Date     string `json:"date,omitempty"`
+	Title    string `json:"title"`
+	Status   string `json:"status,omitempty"`
+	Decision string `json:"decision,omitempty"`
+}
+
+func (c *cli) exportOnboarding(ctx context.Context, o *exportOptions) error {
+	var agents []string
+	switch {
+	case o.agent != "":
+		agents = []string{o.agent}
+	case o.agents != "":
+		for _, a := range strings.Split(o.agents, ",") {
+			if a = strings.TrimSpace(a); a != "" && !slices.Contains(agents, a) {
+				agents = append(agents, a)
+			}
+		}
+	}
+	if len(agents) == 0 {
+		return usagef("want --agent AGENT or --agents A,B,C")
+	}
+	if o.top < 1 || o.facts < 0 {
+		return usagef("--top must be at least 1 and --facts at least 0")
+	}
+	cl, err := c.clients(ctx)
+	if err != nil {
+		return err
+	}
+	doc := &onboarding{SchemaVersion: "1", GeneratedAt: time.Now().UTC().Format(time.RFC3339), Agents: agents,
+		Note:     "Generated by memctl export-onboarding from memory; not a source of truth.",
+		Versions: map[string]int32{}, Skills: []skillSummary{}, Contexts: []countedName{}, FailureModes: []failureSummary{},
+		KeyFacts: []factSummary{}, OpenLoops: []loopSummary{}, RecentDecisions: []decisionBrief{}}
+	skills := map[string]*skillSummary{}
+	contexts := map[string]*countedName{}
+	failures := map[string]*failureSummary{}
+	for _, agent := range agents {
+		if err := c.exportAgent(ctx, cl, agent, o, doc, skills, contexts, failures); err != nil {
+			return err
+		}
+	}
+	doc.Skills = topBy(skills, o.top, func(s *skillSummary) int { return s.Episodes }, func(s *skillSummary) string { return s.Skill })
+	doc.Contexts = topBy(contexts, o.top, func(s *countedName) int { return s.Episodes }, func(s *countedName) string { return s.Name })
+	doc.FailureModes = topBy(failures, o.top, func(s *failureSummary) int { return s.Occurrences }, func(s *failureSummary) string { return s.Signature })
+	for i := range doc.FailureModes {
+		fm := &doc.FailureModes[i]
+		nb, err := cl.graph.GetNeighbors(ctx, &memoryv1.GetNeighborsRequest{EntityId: fm.EntityID, Depth: 1,
+			Relations: []memoryv1.Relation{memoryv1.Relation_RELATION_MITIGATED_BY}})
+		if err != nil {
+			return err
+		}
+		labels := map[string]string{}
+		for _, e := range nb.GetEntities() {
+			labels[e.GetEntityId()] = e.GetLabel()
+		}
+		fm.Fixes = []string{}
+		for _, e := range nb.GetEdges() {
+			if e.GetFromEntityId() == fm.EntityID && e.GetRelation() == memoryv1.Relation_RELATION_MITIGATED_BY && e.GetValidTo() == nil {
+				if l := labels[e.GetToEntityId()]; l != "" && !slices.Contains(fm.Fixes, l) {
+					fm.Fixes = append(fm.Fixes, l)
+				}
+			}
+		}
+	}
+	if len(doc.RecentDecisions) > o.top {
+		slices.SortStableFunc(doc.RecentDecisions, func(a, b decisionBrief) int { return strings.Compare(b.Date, a.Date) })
+		doc.RecentDecisions = doc.RecentDecisions[:o.top]
+	}
+	if len(doc.OpenLoops) > o.top*len(agents) {
+		doc.OpenLoops = doc.OpenLoops[:o.top*len(agents)]
+	}
+	first := agents[0]
+	doc.HowTo = []string{
+		fmt.Sprintf("memctl read %s --mode wide", first),
+		fmt.Sprintf("memctl search \"<what you need>\" --agent %s --expand", first),
+		fmt.Sprintf("memctl ingest episode.json --agent %s --wait", first),
+		fmt.Sprintf("memctl export-onboarding --agent %s", first),
+	}
+	return c.writeOnboarding(doc, o.out)
+}
+
+// exportAgent adds one agent's memory and graph to doc.
+func (c *cli) exportAgent(ctx context.Context, cl *clients, agent string, o *exportOptions, doc *onboarding,
+	skills map[string]*skillSummary, contexts map[string]*countedName, failures map[string]*failureSummary) error {
+	read, err := cl.ca.ReadMemory(ctx, &memoryv1.ReadMemoryRequest{AgentId: agent, Mode: memoryv1.ReadMode_READ_MODE_WIDE})
+	if err != nil {
+		return err
+	}
+	doc.Versions[agent] = read.GetVersion()
+	facts := mdops.ParseFacts(read.GetContent()["facts.md"])
+	for i := len(facts) - 1; i >= 0 && len(facts)-i <= o.facts; i-- {
+		doc.KeyFacts = append(doc.KeyFacts, factSummary{Agent: agent, Section: facts[i].Section, Fact: facts[i].Text})
+	}
+	n := 0
+	for _, l := range mdops.ParseLoops(read.GetContent()["open_loops.md"]) {
+		if !l.Closed && n < o.top {
+			doc.OpenLoops = append(doc.OpenLoops, loopSummary{Agent: agent, ID: l.ID, Priority: l.Priority, Text: l.Text})
+			n++
+		}
+	}
+	l2, err := cl.ca.GetLayer2(ctx, &memoryv1.GetLayer2Request{AgentId: agent, DecisionsLimit: int32(o.top), Include: []string{"decisions"}})
+	if err != nil {
+		return err
+	}
+	for _, d := range l2.GetDecisions() {
+		b := decisionBrief{Agent: agent, ID: d.GetId(), Title: d.GetTitle(), Status: d.GetStatus(), Decision: oneLine(d.GetDecision())}
+		if d.GetDate() != nil {
+			b.Date = d.GetDate().AsTime().UTC().Format("2006-01-02")
+		}
+		doc.RecentDecisions = append(doc.RecentDecisions, b)
+	}
+
+	// Counts are the agent's episode run files an entity is referenced from.
+	runs := "memory/" + agent + "/runs/"
+	episodesOf := func(e *memoryv1.Entity) map[string]bool {
+		set := map[string]bool{}
+		for _, r := range e.GetRefs() {
+			if strings.HasPrefix(r, runs) {
+				set[r] = true
+			}
+		}
+		return set
+	}
+	outcomes, err := c.listAll(ctx, cl, agent, memoryv1.EntityType_ENTITY_TYPE_OUTCOME)
+	if err != nil {
+		return err
+	}
+	success, failure := map[string]bool{}, map[string]bool{}
+	for _, e := range outcomes {
+		switch strings.ToLower(e.GetLabel()) {
+		case "success":
+			success = episodesOf(e)
+		case "failure":
+			failure = episodesOf(e)
+		}
+	}
+	skillEntities, err := c.listAll(ctx, cl, agent, memoryv1.EntityType_ENTITY_TYPE_SKILL)
+	if err != nil {
+		return err
+	}
+	for _, e := range skillEntities {
+		eps := episodesOf(e)
+		if len(eps) == 0 {
+			continue
+		}
+		s := skills[e.GetEntityId()]
+		if s == nil {
+			s = &skillSummary{Skill: e.GetLabel(), EntityID: e.GetEntityId()}
+			skills[e.GetEntityId()] = s
+		}
+		for r := range eps {
+			s.Episodes++
+			if success[r] {
+				s.Successes++
+			}
+			if failure[r] {
+				s.Failures++
+			}
+		}
+		s.SuccessRate = float64(int(float64(s.Successes)/float64(s.Episodes)*1000+0.5)) / 1000
+		if len(doc.Agents) > 1 {
+			s.Agents = append(s.Agents, agent)
+		}
+	}
+	ctxEntities, err := c.listAll(ctx, cl, agent, memoryv1.EntityType_ENTITY_TYPE_CONTEXT)
+	if err != nil {
+		return err
+	}
+	for _, e := range ctxEntities {
+		if n := len(episodesOf(e)); n > 0 {
+			if contexts[e.GetEntityId()] == nil {
+				contexts[e.GetEntityId()] = &countedName{Name: e.GetLabel(), EntityID: e.GetEntityId()}
+			}
+			contexts[e.GetEntityId()].Episodes += n
+		}
+	}
+	fms, err := c.listAll(ctx, cl, agent, memoryv1.EntityType_ENTITY_TYPE_FAILURE_MODE)
+	if err != nil {
+		return err
+	}
+	for _, e := range fms {
+		if n := len(episodesOf(e)); n > 0 {
+			if failures[e.GetEntityId()] == nil {
+				failures[e.GetEntityId()] = &failureSummary{Signature: e.GetLabel(), EntityID: e.GetEntityId()}
+			}
+			failures[e.GetEntityId()].Occurrences += n
+		}
+	}
+	return nil
+}
+
+// listAll pages through ListEntities of one type for an agent.
+func (c *cli) listAll(ctx context.Context, cl *clients, agent string, typ memoryv1.EntityType) ([]*memoryv1.Entity, error) {
+	var out []*memoryv1.Entity
+	token := ""
+	for {
+		resp, err := cl.graph.ListEntities(ctx, &memoryv1.ListEntitiesRequest{AgentId: agent, Type: typ, PageSize: 500, PageToken: token})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.GetEntities()...)
+		if token = resp.GetNextPageToken(); token == "" {
+			return out, nil
+		}
+	}
+}
+
+// topBy returns the n largest values of m by count, ties by name.
+func topBy[T any](m map[string]*T, n int, count func(*T) int, name func(*T) string) []T {
+	vals := make([]*T, 0, len(m))
+	for _, v := range m {
+		vals = append(vals, v)
+	}
+	slices.SortFunc(vals, func(a, b *T) int {
+		if d := count(b) - count(a); d != 0 {
+			return d
+		}
+		return strings.Compare(name(a), name(b))
+	})
+	out := make([]T, 0, min(n, len(vals)))
+	for i := 0; i < len(vals) && i < n; i++ {
+		out = append(out, *vals[i])
+	}
+	return out
+}
+
+// writeOnboarding writes doc as YAML (or JSON with -o json) to out.
+func (c *cli) writeOnboarding(doc *onboarding, out string) error {
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if c.printer.format == formatJSON {
+		b = append(b, '\n')
+	} else {
+		y, err := jsonToYAML(b)
+		if err != nil {
+			return err
+		}
+		b = append([]byte("# onboarding_snapshot.yaml — "+doc.Note+"\n"), y...)
+	}
+	if out == "-" {
+		_, err := c.out.Write(b)
+		return err
+	}
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.out, "wrote %s: %d skills, %d contexts, %d failure modes, %d facts, %d open loops, %d decisions\n",
+		out, len(doc.Skills), len(doc.Contexts), len(doc.FailureModes), len(doc.KeyFacts), len(doc.OpenLoops), len(doc.RecentDecisions))
+	return err
+}
