@@ -95,6 +95,28 @@ var reasonByCode = map[codes.Code]memoryv1.ErrorReason{
 	codes.Unimplemented:    memoryv1.ErrorReason_ERROR_REASON_NOT_IMPLEMENTED,
 }
 
+// FallbackReason is the reason the edges (REST, MCP) give a status that
+// reached them without one — from grpc-gateway itself (malformed JSON,
+// unknown path), from the transport or from a handler that did not say.
+// Codes with no matching reason get UNSPECIFIED: the code is then all
+// there is to branch on.
+func FallbackReason(c codes.Code) memoryv1.ErrorReason {
+	switch c {
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange:
+		return memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT
+	case codes.Unauthenticated:
+		return memoryv1.ErrorReason_ERROR_REASON_UNAUTHENTICATED
+	case codes.PermissionDenied:
+		return memoryv1.ErrorReason_ERROR_REASON_PERMISSION_DENIED
+	case codes.AlreadyExists:
+		return memoryv1.ErrorReason_ERROR_REASON_ALREADY_EXISTS
+	case codes.Unimplemented:
+		return memoryv1.ErrorReason_ERROR_REASON_NOT_IMPLEMENTED
+	default:
+		return memoryv1.ErrorReason_ERROR_REASON_UNSPECIFIED
+	}
+}
+
 // WithInfo returns err as a status error that carries an ErrorInfo, so
 // every error of the API can be branched on by reason: err itself when it
 // has one (or is nil), else its status (codes.Unknown for a plain error,

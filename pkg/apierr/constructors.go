@@ -2,6 +2,9 @@ package apierr
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 
@@ -60,4 +63,22 @@ func ProposalNotFound(id string) error {
 // RouteNotFound answers a REST path the API does not have.
 func RouteNotFound(path string) error {
 	return NotFound(memoryv1.ErrorReason_ERROR_REASON_NOT_FOUND, fmt.Sprintf("no REST path %q", Clip(path)), nil)
+}
+
+// CheckText rejects a text field that is larger than maxBytes
+// (REQUEST_TOO_LARGE, with "limit"), not valid UTF-8 or holds a NUL byte
+// (INVALID_CONTENT): what every free-text field of a request must pass.
+func CheckText(field, v string, maxBytes int) error {
+	if len(v) > maxBytes {
+		return New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE,
+			fmt.Sprintf("%s is %d bytes, at most %d allowed", field, len(v), maxBytes),
+			map[string]string{"field": field, "limit": strconv.Itoa(maxBytes)})
+	}
+	if !utf8.ValidString(v) {
+		return Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" is not valid UTF-8")
+	}
+	if strings.ContainsRune(v, 0) {
+		return Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" contains a NUL byte")
+	}
+	return nil
 }

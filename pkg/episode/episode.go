@@ -20,7 +20,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -354,12 +353,12 @@ func (n *normalizer) list(field string, in []string, maxItems int, norm func(fie
 // line checks s and returns it trimmed with every run of whitespace (line
 // breaks included) collapsed to one space.
 func (n *normalizer) line(field, s string, maxBytes int) string {
-	if err := checkText(field, s, maxBytes*4); err != nil {
+	if err := apierr.CheckText(field, s, maxBytes*4); err != nil {
 		n.fail(err)
 		return s
 	}
 	v := strings.Join(strings.Fields(s), " ")
-	if err := checkText(field, v, maxBytes); err != nil {
+	if err := apierr.CheckText(field, v, maxBytes); err != nil {
 		n.fail(err)
 		return v
 	}
@@ -373,7 +372,7 @@ func (n *normalizer) line(field, s string, maxBytes int) string {
 // block checks a multi-line text: line breaks normalised to \n, trailing
 // spaces of each line and blank lines around it dropped.
 func (n *normalizer) block(field, s string, maxBytes int) string {
-	if err := checkText(field, s, maxBytes); err != nil {
+	if err := apierr.CheckText(field, s, maxBytes); err != nil {
 		n.fail(err)
 		return s
 	}
@@ -401,7 +400,7 @@ func (n *normalizer) active(field, v string) {
 
 // size enforces a byte limit on a normalised value.
 func (n *normalizer) size(field, v string, maxBytes int) string {
-	if err := checkText(field, v, maxBytes); err != nil {
+	if err := apierr.CheckText(field, v, maxBytes); err != nil {
 		n.fail(err)
 	}
 	return v
@@ -492,21 +491,4 @@ func tooMany(field string, n, maxItems int) error {
 	return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE,
 		fmt.Sprintf("%s has %d entries, at most %d allowed", field, n, maxItems),
 		map[string]string{"field": field, "limit": strconv.Itoa(maxItems)})
-}
-
-// checkText rejects invalid UTF-8, NUL bytes and oversized values, with the
-// same reasons as proposal-apply's checks of a proposal's fields.
-func checkText(field, v string, maxBytes int) error {
-	if len(v) > maxBytes {
-		return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE,
-			fmt.Sprintf("%s is %d bytes, at most %d allowed", field, len(v), maxBytes),
-			map[string]string{"field": field, "limit": strconv.Itoa(maxBytes)})
-	}
-	if !utf8.ValidString(v) {
-		return apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" is not valid UTF-8")
-	}
-	if strings.ContainsRune(v, 0) {
-		return apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" contains a NUL byte")
-	}
-	return nil
 }

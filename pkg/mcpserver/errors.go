@@ -76,7 +76,7 @@ func toolError(err error, fields map[string]string) *ToolError {
 		out.Message = "the call did not complete in time"
 	}
 	if out.Reason == "" {
-		out.Reason = apierr.ReasonString(fallbackReason(st.Code()))
+		out.Reason = apierr.ReasonString(apierr.FallbackReason(st.Code()))
 	}
 	if f, ok := out.Metadata["field"]; ok {
 		out.Metadata["field"] = renameField(f, fields)
@@ -118,25 +118,6 @@ func snake(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// fallbackReason is the reason of a status that came without one (the
-// transport's, a deadline), as the REST edge chooses it.
-func fallbackReason(c codes.Code) memoryv1.ErrorReason {
-	switch c {
-	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange:
-		return memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT
-	case codes.Unauthenticated:
-		return memoryv1.ErrorReason_ERROR_REASON_UNAUTHENTICATED
-	case codes.PermissionDenied:
-		return memoryv1.ErrorReason_ERROR_REASON_PERMISSION_DENIED
-	case codes.AlreadyExists:
-		return memoryv1.ErrorReason_ERROR_REASON_ALREADY_EXISTS
-	case codes.Unimplemented:
-		return memoryv1.ErrorReason_ERROR_REASON_NOT_IMPLEMENTED
-	default:
-		return memoryv1.ErrorReason_ERROR_REASON_UNSPECIFIED
-	}
 }
 
 // missingAgent is the answer to a call that names no agent on a server

@@ -93,33 +93,12 @@ func (e *edge) normalize(r *http.Request, st *status.Status) *status.Status {
 	}
 	// Prepend, so the ErrorInfo is the first detail like everywhere else.
 	p := st.Proto()
-	a, err := anypb.New(&errdetails.ErrorInfo{Reason: apierr.ReasonString(fallbackReason(st.Code())), Domain: apierr.Domain})
+	a, err := anypb.New(&errdetails.ErrorInfo{Reason: apierr.ReasonString(apierr.FallbackReason(st.Code())), Domain: apierr.Domain})
 	if err != nil {
 		return st // ErrorInfo always marshals
 	}
 	p.Details = append([]*anypb.Any{a}, p.Details...)
 	return status.FromProto(p)
-}
-
-// fallbackReason is the reason of a status that came without one: from
-// grpc-gateway itself (malformed JSON, unknown path), from the transport or
-// from a handler that did not say. Codes with no matching reason get
-// UNSPECIFIED: the code is then all there is to branch on.
-func fallbackReason(c codes.Code) memoryv1.ErrorReason {
-	switch c {
-	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange:
-		return memoryv1.ErrorReason_ERROR_REASON_INVALID_ARGUMENT
-	case codes.Unauthenticated:
-		return memoryv1.ErrorReason_ERROR_REASON_UNAUTHENTICATED
-	case codes.PermissionDenied:
-		return memoryv1.ErrorReason_ERROR_REASON_PERMISSION_DENIED
-	case codes.AlreadyExists:
-		return memoryv1.ErrorReason_ERROR_REASON_ALREADY_EXISTS
-	case codes.Unimplemented:
-		return memoryv1.ErrorReason_ERROR_REASON_NOT_IMPLEMENTED
-	default:
-		return memoryv1.ErrorReason_ERROR_REASON_UNSPECIFIED
-	}
 }
 
 // httpStatusOf is grpc-gateway's mapping (400 InvalidArgument,

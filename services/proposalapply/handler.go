@@ -201,7 +201,7 @@ func (h *handler) ListProposals(ctx context.Context, req *memoryv1.ListProposals
 
 // ApproveProposal approves a pending proposal and queues it.
 func (h *handler) ApproveProposal(ctx context.Context, req *memoryv1.ApproveProposalRequest) (*memoryv1.ApproveProposalResponse, error) {
-	if err := checkText("comment", req.GetComment(), maxReasoningBytes); err != nil {
+	if err := apierr.CheckText("comment", req.GetComment(), maxReasoningBytes); err != nil {
 		return nil, err
 	}
 	rec, claims, err := h.proposal(ctx, req.GetProposalId(), reviewRoles...)
@@ -220,7 +220,7 @@ func (h *handler) RejectProposal(ctx context.Context, req *memoryv1.RejectPropos
 	if strings.TrimSpace(req.GetReason()) == "" {
 		return nil, apierr.InvalidArgument("reason", "a rejection needs a reason")
 	}
-	if err := checkText("reason", req.GetReason(), maxReasoningBytes); err != nil {
+	if err := apierr.CheckText("reason", req.GetReason(), maxReasoningBytes); err != nil {
 		return nil, err
 	}
 	rec, claims, err := h.proposal(ctx, req.GetProposalId(), reviewRoles...)
@@ -236,7 +236,7 @@ func (h *handler) RejectProposal(ctx context.Context, req *memoryv1.RejectPropos
 
 // RetryProposal sends a failed proposal back to approved.
 func (h *handler) RetryProposal(ctx context.Context, req *memoryv1.RetryProposalRequest) (*memoryv1.RetryProposalResponse, error) {
-	if err := checkText("comment", req.GetComment(), maxReasoningBytes); err != nil {
+	if err := apierr.CheckText("comment", req.GetComment(), maxReasoningBytes); err != nil {
 		return nil, err
 	}
 	rec, claims, err := h.proposal(ctx, req.GetProposalId(), reviewRoles...)

@@ -96,7 +96,7 @@ func (h *handler) SetFactTTL(ctx context.Context, req *memoryv1.SetFactTTLReques
 // checkSetFactTTL validates everything a SetFactTTL request says by itself.
 func checkSetFactTTL(req *memoryv1.SetFactTTLRequest) (ttlRequest, error) {
 	in := ttlRequest{agent: req.GetAgentId(), fact: strings.TrimSpace(req.GetFact()), runID: req.GetRunId()}
-	if err := checkText("fact", req.GetFact(), maxReasoningBytes); err != nil {
+	if err := apierr.CheckText("fact", req.GetFact(), maxReasoningBytes); err != nil {
 		return in, err
 	}
 	if in.fact == "" {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -48,17 +47,17 @@ func validateProposal(req *memoryv1.ProposeRequest, counter *tokens.Counter, cfg
 		return nil, apierr.InvalidArgument("updates",
 			fmt.Sprintf("a proposal carries 1 to %d updates, got %d", maxUpdates, n))
 	}
-	if err := checkText("reasoning", req.GetReasoning(), maxReasoningBytes); err != nil {
+	if err := apierr.CheckText("reasoning", req.GetReasoning(), maxReasoningBytes); err != nil {
 		return nil, err
 	}
-	if err := checkText("idempotencyKey", req.GetIdempotencyKey(), maxShortField); err != nil {
+	if err := apierr.CheckText("idempotencyKey", req.GetIdempotencyKey(), maxShortField); err != nil {
 		return nil, err
 	}
 	if len(req.GetEntityRefs()) > maxEntityRefs {
 		return nil, apierr.InvalidArgument("entityRefs", fmt.Sprintf("at most %d entityRefs", maxEntityRefs))
 	}
 	for i, ref := range req.GetEntityRefs() {
-		if err := checkText(fmt.Sprintf("entityRefs[%d]", i), ref, maxShortField); err != nil {
+		if err := apierr.CheckText(fmt.Sprintf("entityRefs[%d]", i), ref, maxShortField); err != nil {
 			return nil, err
 		}
 		if strings.TrimSpace(ref) == "" {
@@ -98,7 +97,7 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 	}
 	clean := proto.Clone(u).(*memoryv1.FileUpdate)
 	for name, v := range map[string]string{"section": u.GetSection(), "loopId": u.GetLoopId(), "resolution": u.GetResolution()} {
-		if err := checkText(field+"."+name, v, maxShortField); err != nil {
+		if err := apierr.CheckText(field+"."+name, v, maxShortField); err != nil {
 			return nil, err
 		}
 		if strings.ContainsAny(v, "\n\r") {
@@ -109,7 +108,7 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 	if f.Kind == memlayout.KindArtifact {
 		maxContent = cfg.MaxArtifactBytes
 	}
-	if err := checkText(field+".content", u.GetContent(), maxContent); err != nil {
+	if err := apierr.CheckText(field+".content", u.GetContent(), maxContent); err != nil {
 		return nil, err
 	}
 	op := u.GetOperation()
@@ -174,7 +173,7 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 		}{{"title", &cd.Title}, {"status", &cd.Status}, {"context", &cd.Context}, {"decision", &cd.Decision},
 			{"rationale", &cd.Rationale}, {"consequences", &cd.Consequences}, {"runId", &cd.RunId}} {
 			name := field + ".decision." + f.name
-			if err := checkText(name, *f.v, maxContentBytes); err != nil {
+			if err := apierr.CheckText(name, *f.v, maxContentBytes); err != nil {
 				return nil, err
 			}
 			s, err := mdops.Sanitize(*f.v)
@@ -215,20 +214,4 @@ func validateUpdate(agent, field string, u *memoryv1.FileUpdate, counter *tokens
 
 func contentError(field string, err error) error {
 	return apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field+".content", fmt.Sprintf("%s: %v", field, err))
-}
-
-// checkText rejects invalid UTF-8, NUL bytes and oversized values.
-func checkText(field, v string, max int) error {
-	if len(v) > max {
-		return apierr.New(codes.InvalidArgument, memoryv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE,
-			fmt.Sprintf("%s is %d bytes, at most %d allowed", field, len(v), max),
-			map[string]string{"field": field, "limit": strconv.Itoa(max)})
-	}
-	if !utf8.ValidString(v) {
-		return apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" is not valid UTF-8")
-	}
-	if strings.ContainsRune(v, 0) {
-		return apierr.Invalid(memoryv1.ErrorReason_ERROR_REASON_INVALID_CONTENT, field, field+" contains a NUL byte")
-	}
-	return nil
 }

@@ -33,9 +33,6 @@ import (
 	"github.com/garden-bloom/memory/services/searchindex"
 )
 
-// Version is set at build time with -ldflags.
-var Version = "dev"
-
 // App is one memoryd process. The module init functions (modules.go) fill
 // its fields in dependency order; a module reads only the fields of the
 // modules it depends on.
