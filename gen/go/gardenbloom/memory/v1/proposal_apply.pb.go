@@ -1367,6 +1367,253 @@ func (x *RetryProposalResponse) GetProposal() *Proposal {
 	return nil
 }
 
+type PreviewProposalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProposalId    string                 `protobuf:"bytes,1,opt,name=proposal_id,json=proposalId,proto3" json:"proposal_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewProposalRequest) Reset() {
+	*x = PreviewProposalRequest{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewProposalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewProposalRequest) ProtoMessage() {}
+
+func (x *PreviewProposalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewProposalRequest.ProtoReflect.Descriptor instead.
+func (*PreviewProposalRequest) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *PreviewProposalRequest) GetProposalId() string {
+	if x != nil {
+		return x.ProposalId
+	}
+	return ""
+}
+
+// FileDiff is one file a commit would change (or did).
+type FileDiff struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path relative to the agent folder, e.g. "facts.md".
+	File   string     `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	Change ChangeKind `protobuf:"varint,2,opt,name=change,proto3,enum=gardenbloom.memory.v1.ChangeKind" json:"change,omitempty"`
+	// Unified diff (3 lines of context) of the file, "--- a/… +++ b/…" headers included.
+	UnifiedDiff   string `protobuf:"bytes,3,opt,name=unified_diff,json=unifiedDiff,proto3" json:"unified_diff,omitempty"`
+	AddedLines    int32  `protobuf:"varint,4,opt,name=added_lines,json=addedLines,proto3" json:"added_lines,omitempty"`
+	RemovedLines  int32  `protobuf:"varint,5,opt,name=removed_lines,json=removedLines,proto3" json:"removed_lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileDiff) Reset() {
+	*x = FileDiff{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileDiff) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileDiff) ProtoMessage() {}
+
+func (x *FileDiff) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileDiff.ProtoReflect.Descriptor instead.
+func (*FileDiff) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *FileDiff) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *FileDiff) GetChange() ChangeKind {
+	if x != nil {
+		return x.Change
+	}
+	return ChangeKind_CHANGE_KIND_UNSPECIFIED
+}
+
+func (x *FileDiff) GetUnifiedDiff() string {
+	if x != nil {
+		return x.UnifiedDiff
+	}
+	return ""
+}
+
+func (x *FileDiff) GetAddedLines() int32 {
+	if x != nil {
+		return x.AddedLines
+	}
+	return 0
+}
+
+func (x *FileDiff) GetRemovedLines() int32 {
+	if x != nil {
+		return x.RemovedLines
+	}
+	return 0
+}
+
+type PreviewProposalResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The head commit the preview was planned on.
+	BaseCommit string `protobuf:"bytes,1,opt,name=base_commit,json=baseCommit,proto3" json:"base_commit,omitempty"`
+	// The proposal's status when previewed (an applied proposal shows the
+	// diff of its own commit; a pending one, what it would commit now).
+	Status ProposalStatus `protobuf:"varint,2,opt,name=status,proto3,enum=gardenbloom.memory.v1.ProposalStatus" json:"status,omitempty"`
+	Files  []*FileDiff    `protobuf:"bytes,3,rep,name=files,proto3" json:"files,omitempty"`
+	// What the apply would also do (as Proposal.evicted_facts etc.).
+	EvictedFacts       []string `protobuf:"bytes,4,rep,name=evicted_facts,json=evictedFacts,proto3" json:"evicted_facts,omitempty"`
+	FrozenLoops        []string `protobuf:"bytes,5,rep,name=frozen_loops,json=frozenLoops,proto3" json:"frozen_loops,omitempty"`
+	RemovedClosedLoops []string `protobuf:"bytes,6,rep,name=removed_closed_loops,json=removedClosedLoops,proto3" json:"removed_closed_loops,omitempty"`
+	Warnings           []string `protobuf:"bytes,7,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// Set when applying now would not commit: the reason (e.g.
+	// "version_conflict", "section_conflict", "validation_failed") and
+	// its message; files is then empty.
+	WouldFailReason  StatusReason `protobuf:"varint,8,opt,name=would_fail_reason,json=wouldFailReason,proto3,enum=gardenbloom.memory.v1.StatusReason" json:"would_fail_reason,omitempty"`
+	WouldFailMessage string       `protobuf:"bytes,9,opt,name=would_fail_message,json=wouldFailMessage,proto3" json:"would_fail_message,omitempty"`
+	// The commit message the apply would write.
+	CommitMessage string `protobuf:"bytes,10,opt,name=commit_message,json=commitMessage,proto3" json:"commit_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewProposalResponse) Reset() {
+	*x = PreviewProposalResponse{}
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewProposalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewProposalResponse) ProtoMessage() {}
+
+func (x *PreviewProposalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewProposalResponse.ProtoReflect.Descriptor instead.
+func (*PreviewProposalResponse) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PreviewProposalResponse) GetBaseCommit() string {
+	if x != nil {
+		return x.BaseCommit
+	}
+	return ""
+}
+
+func (x *PreviewProposalResponse) GetStatus() ProposalStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED
+}
+
+func (x *PreviewProposalResponse) GetFiles() []*FileDiff {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *PreviewProposalResponse) GetEvictedFacts() []string {
+	if x != nil {
+		return x.EvictedFacts
+	}
+	return nil
+}
+
+func (x *PreviewProposalResponse) GetFrozenLoops() []string {
+	if x != nil {
+		return x.FrozenLoops
+	}
+	return nil
+}
+
+func (x *PreviewProposalResponse) GetRemovedClosedLoops() []string {
+	if x != nil {
+		return x.RemovedClosedLoops
+	}
+	return nil
+}
+
+func (x *PreviewProposalResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+func (x *PreviewProposalResponse) GetWouldFailReason() StatusReason {
+	if x != nil {
+		return x.WouldFailReason
+	}
+	return StatusReason_STATUS_REASON_UNSPECIFIED
+}
+
+func (x *PreviewProposalResponse) GetWouldFailMessage() string {
+	if x != nil {
+		return x.WouldFailMessage
+	}
+	return ""
+}
+
+func (x *PreviewProposalResponse) GetCommitMessage() string {
+	if x != nil {
+		return x.CommitMessage
+	}
+	return ""
+}
+
 type GetAgentPolicyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
@@ -1376,7 +1623,7 @@ type GetAgentPolicyRequest struct {
 
 func (x *GetAgentPolicyRequest) Reset() {
 	*x = GetAgentPolicyRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1635,7 @@ func (x *GetAgentPolicyRequest) String() string {
 func (*GetAgentPolicyRequest) ProtoMessage() {}
 
 func (x *GetAgentPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[22]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1648,7 @@ func (x *GetAgentPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{22}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetAgentPolicyRequest) GetAgentId() string {
@@ -1426,7 +1673,7 @@ type AgentPolicy struct {
 
 func (x *AgentPolicy) Reset() {
 	*x = AgentPolicy{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1685,7 @@ func (x *AgentPolicy) String() string {
 func (*AgentPolicy) ProtoMessage() {}
 
 func (x *AgentPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[23]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1698,7 @@ func (x *AgentPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentPolicy.ProtoReflect.Descriptor instead.
 func (*AgentPolicy) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{23}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AgentPolicy) GetAgentId() string {
@@ -1486,7 +1733,7 @@ type GetAgentPolicyResponse struct {
 
 func (x *GetAgentPolicyResponse) Reset() {
 	*x = GetAgentPolicyResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1745,7 @@ func (x *GetAgentPolicyResponse) String() string {
 func (*GetAgentPolicyResponse) ProtoMessage() {}
 
 func (x *GetAgentPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[24]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1758,7 @@ func (x *GetAgentPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{24}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetAgentPolicyResponse) GetPolicy() *AgentPolicy {
@@ -1554,7 +1801,7 @@ type CreateSnapshotRequest struct {
 
 func (x *CreateSnapshotRequest) Reset() {
 	*x = CreateSnapshotRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1813,7 @@ func (x *CreateSnapshotRequest) String() string {
 func (*CreateSnapshotRequest) ProtoMessage() {}
 
 func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[25]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1826,7 @@ func (x *CreateSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{25}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateSnapshotRequest) GetAgentId() string {
@@ -1648,7 +1895,7 @@ type CreateSnapshotResponse struct {
 
 func (x *CreateSnapshotResponse) Reset() {
 	*x = CreateSnapshotResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1907,7 @@ func (x *CreateSnapshotResponse) String() string {
 func (*CreateSnapshotResponse) ProtoMessage() {}
 
 func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[26]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1920,7 @@ func (x *CreateSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CreateSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{26}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateSnapshotResponse) GetSnapshot() *Snapshot {
@@ -1743,7 +1990,7 @@ type ListSnapshotsRequest struct {
 
 func (x *ListSnapshotsRequest) Reset() {
 	*x = ListSnapshotsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +2002,7 @@ func (x *ListSnapshotsRequest) String() string {
 func (*ListSnapshotsRequest) ProtoMessage() {}
 
 func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[27]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +2015,7 @@ func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{27}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListSnapshotsRequest) GetAgentId() string {
@@ -1802,7 +2049,7 @@ type ListSnapshotsResponse struct {
 
 func (x *ListSnapshotsResponse) Reset() {
 	*x = ListSnapshotsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +2061,7 @@ func (x *ListSnapshotsResponse) String() string {
 func (*ListSnapshotsResponse) ProtoMessage() {}
 
 func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[28]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +2074,7 @@ func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{28}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListSnapshotsResponse) GetSnapshots() []*Snapshot {
@@ -1855,7 +2102,7 @@ type RestoreSnapshotRequest struct {
 
 func (x *RestoreSnapshotRequest) Reset() {
 	*x = RestoreSnapshotRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2114,7 @@ func (x *RestoreSnapshotRequest) String() string {
 func (*RestoreSnapshotRequest) ProtoMessage() {}
 
 func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[29]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2127,7 @@ func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{29}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RestoreSnapshotRequest) GetAgentId() string {
@@ -1914,7 +2161,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +2173,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[30]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +2186,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{30}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RestoreSnapshotResponse) GetProposal() *ProposeResponse {
@@ -1957,7 +2204,7 @@ type CreateBackupRequest struct {
 
 func (x *CreateBackupRequest) Reset() {
 	*x = CreateBackupRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2216,7 @@ func (x *CreateBackupRequest) String() string {
 func (*CreateBackupRequest) ProtoMessage() {}
 
 func (x *CreateBackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[31]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2229,7 @@ func (x *CreateBackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBackupRequest.ProtoReflect.Descriptor instead.
 func (*CreateBackupRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{31}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{34}
 }
 
 type CreateBackupResponse struct {
@@ -1998,7 +2245,7 @@ type CreateBackupResponse struct {
 
 func (x *CreateBackupResponse) Reset() {
 	*x = CreateBackupResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2257,7 @@ func (x *CreateBackupResponse) String() string {
 func (*CreateBackupResponse) ProtoMessage() {}
 
 func (x *CreateBackupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[32]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2270,7 @@ func (x *CreateBackupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBackupResponse.ProtoReflect.Descriptor instead.
 func (*CreateBackupResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{32}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CreateBackupResponse) GetStoredAt() string {
@@ -2064,7 +2311,7 @@ type RotateRunsRequest struct {
 
 func (x *RotateRunsRequest) Reset() {
 	*x = RotateRunsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2076,7 +2323,7 @@ func (x *RotateRunsRequest) String() string {
 func (*RotateRunsRequest) ProtoMessage() {}
 
 func (x *RotateRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[33]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2089,7 +2336,7 @@ func (x *RotateRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRunsRequest.ProtoReflect.Descriptor instead.
 func (*RotateRunsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{33}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RotateRunsRequest) GetAgentId() string {
@@ -2111,7 +2358,7 @@ type RotateRunsResponse struct {
 
 func (x *RotateRunsResponse) Reset() {
 	*x = RotateRunsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[34]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2123,7 +2370,7 @@ func (x *RotateRunsResponse) String() string {
 func (*RotateRunsResponse) ProtoMessage() {}
 
 func (x *RotateRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[34]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2136,7 +2383,7 @@ func (x *RotateRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRunsResponse.ProtoReflect.Descriptor instead.
 func (*RotateRunsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{34}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RotateRunsResponse) GetProposals() []*ProposeResponse {
@@ -2161,7 +2408,7 @@ type SyncRemoteRequest struct {
 
 func (x *SyncRemoteRequest) Reset() {
 	*x = SyncRemoteRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[35]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2173,7 +2420,7 @@ func (x *SyncRemoteRequest) String() string {
 func (*SyncRemoteRequest) ProtoMessage() {}
 
 func (x *SyncRemoteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[35]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2186,7 +2433,7 @@ func (x *SyncRemoteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRemoteRequest.ProtoReflect.Descriptor instead.
 func (*SyncRemoteRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{35}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{38}
 }
 
 type SyncRemoteResponse struct {
@@ -2200,7 +2447,7 @@ type SyncRemoteResponse struct {
 
 func (x *SyncRemoteResponse) Reset() {
 	*x = SyncRemoteResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[36]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2212,7 +2459,7 @@ func (x *SyncRemoteResponse) String() string {
 func (*SyncRemoteResponse) ProtoMessage() {}
 
 func (x *SyncRemoteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[36]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2225,7 +2472,7 @@ func (x *SyncRemoteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRemoteResponse.ProtoReflect.Descriptor instead.
 func (*SyncRemoteResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{36}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SyncRemoteResponse) GetRemote() string {
@@ -2261,7 +2508,7 @@ type FactUsage struct {
 
 func (x *FactUsage) Reset() {
 	*x = FactUsage{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[37]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2520,7 @@ func (x *FactUsage) String() string {
 func (*FactUsage) ProtoMessage() {}
 
 func (x *FactUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[37]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2533,7 @@ func (x *FactUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FactUsage.ProtoReflect.Descriptor instead.
 func (*FactUsage) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{37}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FactUsage) GetFactHash() string {
@@ -2313,7 +2560,7 @@ type ReportFactUsageRequest struct {
 
 func (x *ReportFactUsageRequest) Reset() {
 	*x = ReportFactUsageRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[38]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2325,7 +2572,7 @@ func (x *ReportFactUsageRequest) String() string {
 func (*ReportFactUsageRequest) ProtoMessage() {}
 
 func (x *ReportFactUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[38]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2338,7 +2585,7 @@ func (x *ReportFactUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportFactUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportFactUsageRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{38}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ReportFactUsageRequest) GetAgentId() string {
@@ -2364,7 +2611,7 @@ type ReportFactUsageResponse struct {
 
 func (x *ReportFactUsageResponse) Reset() {
 	*x = ReportFactUsageResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[39]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2623,7 @@ func (x *ReportFactUsageResponse) String() string {
 func (*ReportFactUsageResponse) ProtoMessage() {}
 
 func (x *ReportFactUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[39]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2636,7 @@ func (x *ReportFactUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportFactUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportFactUsageResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{39}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReportFactUsageResponse) GetAccepted() int32 {
@@ -2411,7 +2658,7 @@ type WatchCommitsRequest struct {
 
 func (x *WatchCommitsRequest) Reset() {
 	*x = WatchCommitsRequest{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[40]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2423,7 +2670,7 @@ func (x *WatchCommitsRequest) String() string {
 func (*WatchCommitsRequest) ProtoMessage() {}
 
 func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[40]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2436,7 +2683,7 @@ func (x *WatchCommitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsRequest.ProtoReflect.Descriptor instead.
 func (*WatchCommitsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{40}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *WatchCommitsRequest) GetFromSha() string {
@@ -2462,7 +2709,7 @@ type WatchCommitsResponse struct {
 
 func (x *WatchCommitsResponse) Reset() {
 	*x = WatchCommitsResponse{}
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[41]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2721,7 @@ func (x *WatchCommitsResponse) String() string {
 func (*WatchCommitsResponse) ProtoMessage() {}
 
 func (x *WatchCommitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[41]
+	mi := &file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2734,7 @@ func (x *WatchCommitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCommitsResponse.ProtoReflect.Descriptor instead.
 func (*WatchCommitsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{41}
+	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *WatchCommitsResponse) GetCommit() *CommitInfo {
@@ -2606,7 +2853,30 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"proposalId\x12\x18\n" +
 	"\acomment\x18\x02 \x01(\tR\acomment\"T\n" +
 	"\x15RetryProposalResponse\x12;\n" +
-	"\bproposal\x18\x01 \x01(\v2\x1f.gardenbloom.memory.v1.ProposalR\bproposal\"2\n" +
+	"\bproposal\x18\x01 \x01(\v2\x1f.gardenbloom.memory.v1.ProposalR\bproposal\"9\n" +
+	"\x16PreviewProposalRequest\x12\x1f\n" +
+	"\vproposal_id\x18\x01 \x01(\tR\n" +
+	"proposalId\"\xc2\x01\n" +
+	"\bFileDiff\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\tR\x04file\x129\n" +
+	"\x06change\x18\x02 \x01(\x0e2!.gardenbloom.memory.v1.ChangeKindR\x06change\x12!\n" +
+	"\funified_diff\x18\x03 \x01(\tR\vunifiedDiff\x12\x1f\n" +
+	"\vadded_lines\x18\x04 \x01(\x05R\n" +
+	"addedLines\x12#\n" +
+	"\rremoved_lines\x18\x05 \x01(\x05R\fremovedLines\"\xec\x03\n" +
+	"\x17PreviewProposalResponse\x12\x1f\n" +
+	"\vbase_commit\x18\x01 \x01(\tR\n" +
+	"baseCommit\x12=\n" +
+	"\x06status\x18\x02 \x01(\x0e2%.gardenbloom.memory.v1.ProposalStatusR\x06status\x125\n" +
+	"\x05files\x18\x03 \x03(\v2\x1f.gardenbloom.memory.v1.FileDiffR\x05files\x12#\n" +
+	"\revicted_facts\x18\x04 \x03(\tR\fevictedFacts\x12!\n" +
+	"\ffrozen_loops\x18\x05 \x03(\tR\vfrozenLoops\x120\n" +
+	"\x14removed_closed_loops\x18\x06 \x03(\tR\x12removedClosedLoops\x12\x1a\n" +
+	"\bwarnings\x18\a \x03(\tR\bwarnings\x12O\n" +
+	"\x11would_fail_reason\x18\b \x01(\x0e2#.gardenbloom.memory.v1.StatusReasonR\x0fwouldFailReason\x12,\n" +
+	"\x12would_fail_message\x18\t \x01(\tR\x10wouldFailMessage\x12%\n" +
+	"\x0ecommit_message\x18\n" +
+	" \x01(\tR\rcommitMessage\"2\n" +
 	"\x15GetAgentPolicyRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\"i\n" +
 	"\vAgentPolicy\x12\x19\n" +
@@ -2685,7 +2955,7 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\bfrom_sha\x18\x01 \x01(\tR\afromSha\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\"Q\n" +
 	"\x14WatchCommitsResponse\x129\n" +
-	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\xef\x17\n" +
+	"\x06commit\x18\x01 \x01(\v2!.gardenbloom.memory.v1.CommitInfoR\x06commit2\x8f\x19\n" +
 	"\x14ProposalApplyService\x12\xc4\x01\n" +
 	"\aPropose\x12%.gardenbloom.memory.v1.ProposeRequest\x1a&.gardenbloom.memory.v1.ProposeResponse\"j\x82\xd3\xe4\x93\x02d:\x01*Z\x14:\x01*\"\x0f/memory/proposeZ-:\x01*\"(/v1/memory/{agent_id}/process-and-commit\"\x1a/memory/{agent_id}/propose\x12\xb9\x01\n" +
 	"\x0eProcessSession\x12,.gardenbloom.memory.v1.ProcessSessionRequest\x1a-.gardenbloom.memory.v1.ProcessSessionResponse\"J\x82\xd3\xe4\x93\x02D:\bproposalb\bproposal\"./v1/memory/{proposal.agent_id}/process-session\x12\xa5\x01\n" +
@@ -2694,6 +2964,7 @@ const file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc = "" +
 	"\vGetProposal\x12).gardenbloom.memory.v1.GetProposalRequest\x1a*.gardenbloom.memory.v1.GetProposalResponse\"-\x82\xd3\xe4\x93\x02$b\bproposal\x12\x18/proposals/{proposal_id}\x90\x02\x01\x12\x81\x01\n" +
 	"\rListProposals\x12+.gardenbloom.memory.v1.ListProposalsRequest\x1a,.gardenbloom.memory.v1.ListProposalsResponse\"\x15\x82\xd3\xe4\x93\x02\f\x12\n" +
 	"/proposals\x90\x02\x01\x12\x9d\x01\n" +
+	"\x0fPreviewProposal\x12-.gardenbloom.memory.v1.PreviewProposalRequest\x1a..gardenbloom.memory.v1.PreviewProposalResponse\"+\x82\xd3\xe4\x93\x02\"\x12 /proposals/{proposal_id}:preview\x90\x02\x01\x12\x9d\x01\n" +
 	"\x0fApproveProposal\x12-.gardenbloom.memory.v1.ApproveProposalRequest\x1a..gardenbloom.memory.v1.ApproveProposalResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /proposals/{proposal_id}:approve\x12\x99\x01\n" +
 	"\x0eRejectProposal\x12,.gardenbloom.memory.v1.RejectProposalRequest\x1a-.gardenbloom.memory.v1.RejectProposalResponse\"*\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/proposals/{proposal_id}:reject\x12\x95\x01\n" +
 	"\rRetryProposal\x12+.gardenbloom.memory.v1.RetryProposalRequest\x1a,.gardenbloom.memory.v1.RetryProposalResponse\")\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/proposals/{proposal_id}:retry\x12\x93\x01\n" +
@@ -2724,7 +2995,7 @@ func file_gardenbloom_memory_v1_proposal_apply_proto_rawDescGZIP() []byte {
 	return file_gardenbloom_memory_v1_proposal_apply_proto_rawDescData
 }
 
-var file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_gardenbloom_memory_v1_proposal_apply_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_gardenbloom_memory_v1_proposal_apply_proto_goTypes = []any{
 	(*ProposeRequest)(nil),          // 0: gardenbloom.memory.v1.ProposeRequest
 	(*IngestEpisodeRequest)(nil),    // 1: gardenbloom.memory.v1.IngestEpisodeRequest
@@ -2748,118 +3019,128 @@ var file_gardenbloom_memory_v1_proposal_apply_proto_goTypes = []any{
 	(*RejectProposalResponse)(nil),  // 19: gardenbloom.memory.v1.RejectProposalResponse
 	(*RetryProposalRequest)(nil),    // 20: gardenbloom.memory.v1.RetryProposalRequest
 	(*RetryProposalResponse)(nil),   // 21: gardenbloom.memory.v1.RetryProposalResponse
-	(*GetAgentPolicyRequest)(nil),   // 22: gardenbloom.memory.v1.GetAgentPolicyRequest
-	(*AgentPolicy)(nil),             // 23: gardenbloom.memory.v1.AgentPolicy
-	(*GetAgentPolicyResponse)(nil),  // 24: gardenbloom.memory.v1.GetAgentPolicyResponse
-	(*CreateSnapshotRequest)(nil),   // 25: gardenbloom.memory.v1.CreateSnapshotRequest
-	(*CreateSnapshotResponse)(nil),  // 26: gardenbloom.memory.v1.CreateSnapshotResponse
-	(*ListSnapshotsRequest)(nil),    // 27: gardenbloom.memory.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil),   // 28: gardenbloom.memory.v1.ListSnapshotsResponse
-	(*RestoreSnapshotRequest)(nil),  // 29: gardenbloom.memory.v1.RestoreSnapshotRequest
-	(*RestoreSnapshotResponse)(nil), // 30: gardenbloom.memory.v1.RestoreSnapshotResponse
-	(*CreateBackupRequest)(nil),     // 31: gardenbloom.memory.v1.CreateBackupRequest
-	(*CreateBackupResponse)(nil),    // 32: gardenbloom.memory.v1.CreateBackupResponse
-	(*RotateRunsRequest)(nil),       // 33: gardenbloom.memory.v1.RotateRunsRequest
-	(*RotateRunsResponse)(nil),      // 34: gardenbloom.memory.v1.RotateRunsResponse
-	(*SyncRemoteRequest)(nil),       // 35: gardenbloom.memory.v1.SyncRemoteRequest
-	(*SyncRemoteResponse)(nil),      // 36: gardenbloom.memory.v1.SyncRemoteResponse
-	(*FactUsage)(nil),               // 37: gardenbloom.memory.v1.FactUsage
-	(*ReportFactUsageRequest)(nil),  // 38: gardenbloom.memory.v1.ReportFactUsageRequest
-	(*ReportFactUsageResponse)(nil), // 39: gardenbloom.memory.v1.ReportFactUsageResponse
-	(*WatchCommitsRequest)(nil),     // 40: gardenbloom.memory.v1.WatchCommitsRequest
-	(*WatchCommitsResponse)(nil),    // 41: gardenbloom.memory.v1.WatchCommitsResponse
-	(*FileUpdate)(nil),              // 42: gardenbloom.memory.v1.FileUpdate
-	(Priority)(0),                   // 43: gardenbloom.memory.v1.Priority
-	(*durationpb.Duration)(nil),     // 44: google.protobuf.Duration
-	(*Episode)(nil),                 // 45: gardenbloom.memory.v1.Episode
-	(TTLAction)(0),                  // 46: gardenbloom.memory.v1.TTLAction
-	(*timestamppb.Timestamp)(nil),   // 47: google.protobuf.Timestamp
-	(ProposalStatus)(0),             // 48: gardenbloom.memory.v1.ProposalStatus
-	(*Proposal)(nil),                // 49: gardenbloom.memory.v1.Proposal
-	(StatusReason)(0),               // 50: gardenbloom.memory.v1.StatusReason
-	(*Snapshot)(nil),                // 51: gardenbloom.memory.v1.Snapshot
-	(*CommitInfo)(nil),              // 52: gardenbloom.memory.v1.CommitInfo
+	(*PreviewProposalRequest)(nil),  // 22: gardenbloom.memory.v1.PreviewProposalRequest
+	(*FileDiff)(nil),                // 23: gardenbloom.memory.v1.FileDiff
+	(*PreviewProposalResponse)(nil), // 24: gardenbloom.memory.v1.PreviewProposalResponse
+	(*GetAgentPolicyRequest)(nil),   // 25: gardenbloom.memory.v1.GetAgentPolicyRequest
+	(*AgentPolicy)(nil),             // 26: gardenbloom.memory.v1.AgentPolicy
+	(*GetAgentPolicyResponse)(nil),  // 27: gardenbloom.memory.v1.GetAgentPolicyResponse
+	(*CreateSnapshotRequest)(nil),   // 28: gardenbloom.memory.v1.CreateSnapshotRequest
+	(*CreateSnapshotResponse)(nil),  // 29: gardenbloom.memory.v1.CreateSnapshotResponse
+	(*ListSnapshotsRequest)(nil),    // 30: gardenbloom.memory.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),   // 31: gardenbloom.memory.v1.ListSnapshotsResponse
+	(*RestoreSnapshotRequest)(nil),  // 32: gardenbloom.memory.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil), // 33: gardenbloom.memory.v1.RestoreSnapshotResponse
+	(*CreateBackupRequest)(nil),     // 34: gardenbloom.memory.v1.CreateBackupRequest
+	(*CreateBackupResponse)(nil),    // 35: gardenbloom.memory.v1.CreateBackupResponse
+	(*RotateRunsRequest)(nil),       // 36: gardenbloom.memory.v1.RotateRunsRequest
+	(*RotateRunsResponse)(nil),      // 37: gardenbloom.memory.v1.RotateRunsResponse
+	(*SyncRemoteRequest)(nil),       // 38: gardenbloom.memory.v1.SyncRemoteRequest
+	(*SyncRemoteResponse)(nil),      // 39: gardenbloom.memory.v1.SyncRemoteResponse
+	(*FactUsage)(nil),               // 40: gardenbloom.memory.v1.FactUsage
+	(*ReportFactUsageRequest)(nil),  // 41: gardenbloom.memory.v1.ReportFactUsageRequest
+	(*ReportFactUsageResponse)(nil), // 42: gardenbloom.memory.v1.ReportFactUsageResponse
+	(*WatchCommitsRequest)(nil),     // 43: gardenbloom.memory.v1.WatchCommitsRequest
+	(*WatchCommitsResponse)(nil),    // 44: gardenbloom.memory.v1.WatchCommitsResponse
+	(*FileUpdate)(nil),              // 45: gardenbloom.memory.v1.FileUpdate
+	(Priority)(0),                   // 46: gardenbloom.memory.v1.Priority
+	(*durationpb.Duration)(nil),     // 47: google.protobuf.Duration
+	(*Episode)(nil),                 // 48: gardenbloom.memory.v1.Episode
+	(TTLAction)(0),                  // 49: gardenbloom.memory.v1.TTLAction
+	(*timestamppb.Timestamp)(nil),   // 50: google.protobuf.Timestamp
+	(ProposalStatus)(0),             // 51: gardenbloom.memory.v1.ProposalStatus
+	(*Proposal)(nil),                // 52: gardenbloom.memory.v1.Proposal
+	(StatusReason)(0),               // 53: gardenbloom.memory.v1.StatusReason
+	(ChangeKind)(0),                 // 54: gardenbloom.memory.v1.ChangeKind
+	(*Snapshot)(nil),                // 55: gardenbloom.memory.v1.Snapshot
+	(*CommitInfo)(nil),              // 56: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_proposal_apply_proto_depIdxs = []int32{
-	42, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
-	43, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
-	44, // 2: gardenbloom.memory.v1.ProposeRequest.run_duration:type_name -> google.protobuf.Duration
-	45, // 3: gardenbloom.memory.v1.IngestEpisodeRequest.episode:type_name -> gardenbloom.memory.v1.Episode
+	45, // 0: gardenbloom.memory.v1.ProposeRequest.updates:type_name -> gardenbloom.memory.v1.FileUpdate
+	46, // 1: gardenbloom.memory.v1.ProposeRequest.priority:type_name -> gardenbloom.memory.v1.Priority
+	47, // 2: gardenbloom.memory.v1.ProposeRequest.run_duration:type_name -> google.protobuf.Duration
+	48, // 3: gardenbloom.memory.v1.IngestEpisodeRequest.episode:type_name -> gardenbloom.memory.v1.Episode
 	11, // 4: gardenbloom.memory.v1.IngestEpisodeResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	44, // 5: gardenbloom.memory.v1.SetFactTTLRequest.ttl:type_name -> google.protobuf.Duration
-	46, // 6: gardenbloom.memory.v1.SetFactTTLRequest.on_expire:type_name -> gardenbloom.memory.v1.TTLAction
+	47, // 5: gardenbloom.memory.v1.SetFactTTLRequest.ttl:type_name -> google.protobuf.Duration
+	49, // 6: gardenbloom.memory.v1.SetFactTTLRequest.on_expire:type_name -> gardenbloom.memory.v1.TTLAction
 	11, // 7: gardenbloom.memory.v1.SetFactTTLResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	47, // 8: gardenbloom.memory.v1.SetFactTTLResponse.expires_at:type_name -> google.protobuf.Timestamp
+	50, // 8: gardenbloom.memory.v1.SetFactTTLResponse.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 9: gardenbloom.memory.v1.ProcessSessionRequest.proposal:type_name -> gardenbloom.memory.v1.ProposeRequest
 	11, // 10: gardenbloom.memory.v1.ProcessSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
 	11, // 11: gardenbloom.memory.v1.CommitSessionResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
 	11, // 12: gardenbloom.memory.v1.OnboardAgentResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	48, // 13: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	47, // 14: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
-	49, // 15: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	50, // 16: gardenbloom.memory.v1.ProposeResponse.reason:type_name -> gardenbloom.memory.v1.StatusReason
-	49, // 17: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	48, // 18: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
-	49, // 19: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
-	49, // 20: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	49, // 21: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	49, // 22: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
-	23, // 23: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
-	51, // 24: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
-	47, // 25: gardenbloom.memory.v1.CreateSnapshotResponse.created_at:type_name -> google.protobuf.Timestamp
-	51, // 26: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
-	11, // 27: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
-	47, // 28: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
-	11, // 29: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
-	47, // 30: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
-	47, // 31: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
-	37, // 32: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
-	52, // 33: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
-	0,  // 34: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
-	5,  // 35: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProcessSessionRequest
-	9,  // 36: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
-	10, // 37: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
-	12, // 38: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
-	14, // 39: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
-	16, // 40: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
-	18, // 41: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
-	20, // 42: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
-	22, // 43: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
-	25, // 44: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
-	27, // 45: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
-	29, // 46: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
-	31, // 47: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
-	33, // 48: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
-	35, // 49: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
-	1,  // 50: gardenbloom.memory.v1.ProposalApplyService.IngestEpisode:input_type -> gardenbloom.memory.v1.IngestEpisodeRequest
-	3,  // 51: gardenbloom.memory.v1.ProposalApplyService.SetFactTTL:input_type -> gardenbloom.memory.v1.SetFactTTLRequest
-	38, // 52: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
-	40, // 53: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
-	11, // 54: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
-	6,  // 55: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProcessSessionResponse
-	7,  // 56: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.CommitSessionResponse
-	8,  // 57: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.OnboardAgentResponse
-	13, // 58: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
-	15, // 59: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
-	17, // 60: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
-	19, // 61: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
-	21, // 62: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
-	24, // 63: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
-	26, // 64: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
-	28, // 65: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
-	30, // 66: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
-	32, // 67: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
-	34, // 68: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
-	36, // 69: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
-	2,  // 70: gardenbloom.memory.v1.ProposalApplyService.IngestEpisode:output_type -> gardenbloom.memory.v1.IngestEpisodeResponse
-	4,  // 71: gardenbloom.memory.v1.ProposalApplyService.SetFactTTL:output_type -> gardenbloom.memory.v1.SetFactTTLResponse
-	39, // 72: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
-	41, // 73: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
-	54, // [54:74] is the sub-list for method output_type
-	34, // [34:54] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	51, // 13: gardenbloom.memory.v1.ProposeResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	50, // 14: gardenbloom.memory.v1.ProposeResponse.created_at:type_name -> google.protobuf.Timestamp
+	52, // 15: gardenbloom.memory.v1.ProposeResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	53, // 16: gardenbloom.memory.v1.ProposeResponse.reason:type_name -> gardenbloom.memory.v1.StatusReason
+	52, // 17: gardenbloom.memory.v1.GetProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	51, // 18: gardenbloom.memory.v1.ListProposalsRequest.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	52, // 19: gardenbloom.memory.v1.ListProposalsResponse.proposals:type_name -> gardenbloom.memory.v1.Proposal
+	52, // 20: gardenbloom.memory.v1.ApproveProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	52, // 21: gardenbloom.memory.v1.RejectProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	52, // 22: gardenbloom.memory.v1.RetryProposalResponse.proposal:type_name -> gardenbloom.memory.v1.Proposal
+	54, // 23: gardenbloom.memory.v1.FileDiff.change:type_name -> gardenbloom.memory.v1.ChangeKind
+	51, // 24: gardenbloom.memory.v1.PreviewProposalResponse.status:type_name -> gardenbloom.memory.v1.ProposalStatus
+	23, // 25: gardenbloom.memory.v1.PreviewProposalResponse.files:type_name -> gardenbloom.memory.v1.FileDiff
+	53, // 26: gardenbloom.memory.v1.PreviewProposalResponse.would_fail_reason:type_name -> gardenbloom.memory.v1.StatusReason
+	26, // 27: gardenbloom.memory.v1.GetAgentPolicyResponse.policy:type_name -> gardenbloom.memory.v1.AgentPolicy
+	55, // 28: gardenbloom.memory.v1.CreateSnapshotResponse.snapshot:type_name -> gardenbloom.memory.v1.Snapshot
+	50, // 29: gardenbloom.memory.v1.CreateSnapshotResponse.created_at:type_name -> google.protobuf.Timestamp
+	55, // 30: gardenbloom.memory.v1.ListSnapshotsResponse.snapshots:type_name -> gardenbloom.memory.v1.Snapshot
+	11, // 31: gardenbloom.memory.v1.RestoreSnapshotResponse.proposal:type_name -> gardenbloom.memory.v1.ProposeResponse
+	50, // 32: gardenbloom.memory.v1.CreateBackupResponse.created_at:type_name -> google.protobuf.Timestamp
+	11, // 33: gardenbloom.memory.v1.RotateRunsResponse.proposals:type_name -> gardenbloom.memory.v1.ProposeResponse
+	50, // 34: gardenbloom.memory.v1.SyncRemoteResponse.pushed_at:type_name -> google.protobuf.Timestamp
+	50, // 35: gardenbloom.memory.v1.FactUsage.used_at:type_name -> google.protobuf.Timestamp
+	40, // 36: gardenbloom.memory.v1.ReportFactUsageRequest.usages:type_name -> gardenbloom.memory.v1.FactUsage
+	56, // 37: gardenbloom.memory.v1.WatchCommitsResponse.commit:type_name -> gardenbloom.memory.v1.CommitInfo
+	0,  // 38: gardenbloom.memory.v1.ProposalApplyService.Propose:input_type -> gardenbloom.memory.v1.ProposeRequest
+	5,  // 39: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:input_type -> gardenbloom.memory.v1.ProcessSessionRequest
+	9,  // 40: gardenbloom.memory.v1.ProposalApplyService.CommitSession:input_type -> gardenbloom.memory.v1.CommitSessionRequest
+	10, // 41: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:input_type -> gardenbloom.memory.v1.OnboardAgentRequest
+	12, // 42: gardenbloom.memory.v1.ProposalApplyService.GetProposal:input_type -> gardenbloom.memory.v1.GetProposalRequest
+	14, // 43: gardenbloom.memory.v1.ProposalApplyService.ListProposals:input_type -> gardenbloom.memory.v1.ListProposalsRequest
+	22, // 44: gardenbloom.memory.v1.ProposalApplyService.PreviewProposal:input_type -> gardenbloom.memory.v1.PreviewProposalRequest
+	16, // 45: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:input_type -> gardenbloom.memory.v1.ApproveProposalRequest
+	18, // 46: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:input_type -> gardenbloom.memory.v1.RejectProposalRequest
+	20, // 47: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:input_type -> gardenbloom.memory.v1.RetryProposalRequest
+	25, // 48: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:input_type -> gardenbloom.memory.v1.GetAgentPolicyRequest
+	28, // 49: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:input_type -> gardenbloom.memory.v1.CreateSnapshotRequest
+	30, // 50: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:input_type -> gardenbloom.memory.v1.ListSnapshotsRequest
+	32, // 51: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:input_type -> gardenbloom.memory.v1.RestoreSnapshotRequest
+	34, // 52: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:input_type -> gardenbloom.memory.v1.CreateBackupRequest
+	36, // 53: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:input_type -> gardenbloom.memory.v1.RotateRunsRequest
+	38, // 54: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:input_type -> gardenbloom.memory.v1.SyncRemoteRequest
+	1,  // 55: gardenbloom.memory.v1.ProposalApplyService.IngestEpisode:input_type -> gardenbloom.memory.v1.IngestEpisodeRequest
+	3,  // 56: gardenbloom.memory.v1.ProposalApplyService.SetFactTTL:input_type -> gardenbloom.memory.v1.SetFactTTLRequest
+	41, // 57: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:input_type -> gardenbloom.memory.v1.ReportFactUsageRequest
+	43, // 58: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:input_type -> gardenbloom.memory.v1.WatchCommitsRequest
+	11, // 59: gardenbloom.memory.v1.ProposalApplyService.Propose:output_type -> gardenbloom.memory.v1.ProposeResponse
+	6,  // 60: gardenbloom.memory.v1.ProposalApplyService.ProcessSession:output_type -> gardenbloom.memory.v1.ProcessSessionResponse
+	7,  // 61: gardenbloom.memory.v1.ProposalApplyService.CommitSession:output_type -> gardenbloom.memory.v1.CommitSessionResponse
+	8,  // 62: gardenbloom.memory.v1.ProposalApplyService.OnboardAgent:output_type -> gardenbloom.memory.v1.OnboardAgentResponse
+	13, // 63: gardenbloom.memory.v1.ProposalApplyService.GetProposal:output_type -> gardenbloom.memory.v1.GetProposalResponse
+	15, // 64: gardenbloom.memory.v1.ProposalApplyService.ListProposals:output_type -> gardenbloom.memory.v1.ListProposalsResponse
+	24, // 65: gardenbloom.memory.v1.ProposalApplyService.PreviewProposal:output_type -> gardenbloom.memory.v1.PreviewProposalResponse
+	17, // 66: gardenbloom.memory.v1.ProposalApplyService.ApproveProposal:output_type -> gardenbloom.memory.v1.ApproveProposalResponse
+	19, // 67: gardenbloom.memory.v1.ProposalApplyService.RejectProposal:output_type -> gardenbloom.memory.v1.RejectProposalResponse
+	21, // 68: gardenbloom.memory.v1.ProposalApplyService.RetryProposal:output_type -> gardenbloom.memory.v1.RetryProposalResponse
+	27, // 69: gardenbloom.memory.v1.ProposalApplyService.GetAgentPolicy:output_type -> gardenbloom.memory.v1.GetAgentPolicyResponse
+	29, // 70: gardenbloom.memory.v1.ProposalApplyService.CreateSnapshot:output_type -> gardenbloom.memory.v1.CreateSnapshotResponse
+	31, // 71: gardenbloom.memory.v1.ProposalApplyService.ListSnapshots:output_type -> gardenbloom.memory.v1.ListSnapshotsResponse
+	33, // 72: gardenbloom.memory.v1.ProposalApplyService.RestoreSnapshot:output_type -> gardenbloom.memory.v1.RestoreSnapshotResponse
+	35, // 73: gardenbloom.memory.v1.ProposalApplyService.CreateBackup:output_type -> gardenbloom.memory.v1.CreateBackupResponse
+	37, // 74: gardenbloom.memory.v1.ProposalApplyService.RotateRuns:output_type -> gardenbloom.memory.v1.RotateRunsResponse
+	39, // 75: gardenbloom.memory.v1.ProposalApplyService.SyncRemote:output_type -> gardenbloom.memory.v1.SyncRemoteResponse
+	2,  // 76: gardenbloom.memory.v1.ProposalApplyService.IngestEpisode:output_type -> gardenbloom.memory.v1.IngestEpisodeResponse
+	4,  // 77: gardenbloom.memory.v1.ProposalApplyService.SetFactTTL:output_type -> gardenbloom.memory.v1.SetFactTTLResponse
+	42, // 78: gardenbloom.memory.v1.ProposalApplyService.ReportFactUsage:output_type -> gardenbloom.memory.v1.ReportFactUsageResponse
+	44, // 79: gardenbloom.memory.v1.ProposalApplyService.WatchCommits:output_type -> gardenbloom.memory.v1.WatchCommitsResponse
+	59, // [59:80] is the sub-list for method output_type
+	38, // [38:59] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_proposal_apply_proto_init() }
@@ -2877,7 +3158,7 @@ func file_gardenbloom_memory_v1_proposal_apply_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc), len(file_gardenbloom_memory_v1_proposal_apply_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -361,6 +361,45 @@ func local_request_ProposalApplyService_ListProposals_0(ctx context.Context, mar
 	return msg, metadata, err
 }
 
+func request_ProposalApplyService_PreviewProposal_0(ctx context.Context, marshaler runtime.Marshaler, client ProposalApplyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq PreviewProposalRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["proposal_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "proposal_id")
+	}
+	protoReq.ProposalId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "proposal_id", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.PreviewProposal(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_ProposalApplyService_PreviewProposal_0(ctx context.Context, marshaler runtime.Marshaler, server ProposalApplyServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq PreviewProposalRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["proposal_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "proposal_id")
+	}
+	protoReq.ProposalId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "proposal_id", err)
+	}
+	msg, err := server.PreviewProposal(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 func request_ProposalApplyService_ApproveProposal_0(ctx context.Context, marshaler runtime.Marshaler, client ProposalApplyServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
 		protoReq ApproveProposalRequest
@@ -1072,6 +1111,26 @@ func RegisterProposalApplyServiceHandlerServer(ctx context.Context, mux *runtime
 		}
 		forward_ProposalApplyService_ListProposals_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_ProposalApplyService_PreviewProposal_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/gardenbloom.memory.v1.ProposalApplyService/PreviewProposal", runtime.WithHTTPPathPattern("/proposals/{proposal_id}:preview"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_ProposalApplyService_PreviewProposal_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ProposalApplyService_PreviewProposal_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPost, pattern_ProposalApplyService_ApproveProposal_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1508,6 +1567,23 @@ func RegisterProposalApplyServiceHandlerClient(ctx context.Context, mux *runtime
 		}
 		forward_ProposalApplyService_ListProposals_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_ProposalApplyService_PreviewProposal_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/gardenbloom.memory.v1.ProposalApplyService/PreviewProposal", runtime.WithHTTPPathPattern("/proposals/{proposal_id}:preview"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_ProposalApplyService_PreviewProposal_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_ProposalApplyService_PreviewProposal_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodPost, pattern_ProposalApplyService_ApproveProposal_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1777,6 +1853,7 @@ var (
 	pattern_ProposalApplyService_OnboardAgent_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "memory", "agent_id", "onboard"}, ""))
 	pattern_ProposalApplyService_GetProposal_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 1, 0, 4, 1, 5, 1}, []string{"proposals", "proposal_id"}, ""))
 	pattern_ProposalApplyService_ListProposals_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0}, []string{"proposals"}, ""))
+	pattern_ProposalApplyService_PreviewProposal_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 1, 0, 4, 1, 5, 1}, []string{"proposals", "proposal_id"}, "preview"))
 	pattern_ProposalApplyService_ApproveProposal_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 1, 0, 4, 1, 5, 1}, []string{"proposals", "proposal_id"}, "approve"))
 	pattern_ProposalApplyService_RejectProposal_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 1, 0, 4, 1, 5, 1}, []string{"proposals", "proposal_id"}, "reject"))
 	pattern_ProposalApplyService_RetryProposal_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 1, 0, 4, 1, 5, 1}, []string{"proposals", "proposal_id"}, "retry"))
@@ -1801,6 +1878,7 @@ var (
 	forward_ProposalApplyService_OnboardAgent_0    = runtime.ForwardResponseMessage
 	forward_ProposalApplyService_GetProposal_0     = runtime.ForwardResponseMessage
 	forward_ProposalApplyService_ListProposals_0   = runtime.ForwardResponseMessage
+	forward_ProposalApplyService_PreviewProposal_0 = runtime.ForwardResponseMessage
 	forward_ProposalApplyService_ApproveProposal_0 = runtime.ForwardResponseMessage
 	forward_ProposalApplyService_RejectProposal_0  = runtime.ForwardResponseMessage
 	forward_ProposalApplyService_RetryProposal_0   = runtime.ForwardResponseMessage

@@ -25,6 +25,7 @@ const (
 	ProposalApplyService_OnboardAgent_FullMethodName    = "/gardenbloom.memory.v1.ProposalApplyService/OnboardAgent"
 	ProposalApplyService_GetProposal_FullMethodName     = "/gardenbloom.memory.v1.ProposalApplyService/GetProposal"
 	ProposalApplyService_ListProposals_FullMethodName   = "/gardenbloom.memory.v1.ProposalApplyService/ListProposals"
+	ProposalApplyService_PreviewProposal_FullMethodName = "/gardenbloom.memory.v1.ProposalApplyService/PreviewProposal"
 	ProposalApplyService_ApproveProposal_FullMethodName = "/gardenbloom.memory.v1.ProposalApplyService/ApproveProposal"
 	ProposalApplyService_RejectProposal_FullMethodName  = "/gardenbloom.memory.v1.ProposalApplyService/RejectProposal"
 	ProposalApplyService_RetryProposal_FullMethodName   = "/gardenbloom.memory.v1.ProposalApplyService/RetryProposal"
@@ -69,6 +70,11 @@ type ProposalApplyServiceClient interface {
 	GetProposal(ctx context.Context, in *GetProposalRequest, opts ...grpc.CallOption) (*GetProposalResponse, error)
 	// List proposals by agent and status, newest first.
 	ListProposals(ctx context.Context, in *ListProposalsRequest, opts ...grpc.CallOption) (*ListProposalsResponse, error)
+	// What applying a proposal now would commit (a dry run on the current
+	// head, through the same plan as the apply): each file's unified diff,
+	// what eviction would move, and why it would fail, if it would. Nothing
+	// is written. For reviewers deciding, and for the review console.
+	PreviewProposal(ctx context.Context, in *PreviewProposalRequest, opts ...grpc.CallOption) (*PreviewProposalResponse, error)
 	// Approve a pending proposal (reviewer).
 	ApproveProposal(ctx context.Context, in *ApproveProposalRequest, opts ...grpc.CallOption) (*ApproveProposalResponse, error)
 	// Reject a pending proposal with a reason (reviewer).
@@ -169,6 +175,16 @@ func (c *proposalApplyServiceClient) ListProposals(ctx context.Context, in *List
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListProposalsResponse)
 	err := c.cc.Invoke(ctx, ProposalApplyService_ListProposals_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *proposalApplyServiceClient) PreviewProposal(ctx context.Context, in *PreviewProposalRequest, opts ...grpc.CallOption) (*PreviewProposalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PreviewProposalResponse)
+	err := c.cc.Invoke(ctx, ProposalApplyService_PreviewProposal_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -352,6 +368,11 @@ type ProposalApplyServiceServer interface {
 	GetProposal(context.Context, *GetProposalRequest) (*GetProposalResponse, error)
 	// List proposals by agent and status, newest first.
 	ListProposals(context.Context, *ListProposalsRequest) (*ListProposalsResponse, error)
+	// What applying a proposal now would commit (a dry run on the current
+	// head, through the same plan as the apply): each file's unified diff,
+	// what eviction would move, and why it would fail, if it would. Nothing
+	// is written. For reviewers deciding, and for the review console.
+	PreviewProposal(context.Context, *PreviewProposalRequest) (*PreviewProposalResponse, error)
 	// Approve a pending proposal (reviewer).
 	ApproveProposal(context.Context, *ApproveProposalRequest) (*ApproveProposalResponse, error)
 	// Reject a pending proposal with a reason (reviewer).
@@ -415,6 +436,9 @@ func (UnimplementedProposalApplyServiceServer) GetProposal(context.Context, *Get
 }
 func (UnimplementedProposalApplyServiceServer) ListProposals(context.Context, *ListProposalsRequest) (*ListProposalsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListProposals not implemented")
+}
+func (UnimplementedProposalApplyServiceServer) PreviewProposal(context.Context, *PreviewProposalRequest) (*PreviewProposalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PreviewProposal not implemented")
 }
 func (UnimplementedProposalApplyServiceServer) ApproveProposal(context.Context, *ApproveProposalRequest) (*ApproveProposalResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ApproveProposal not implemented")
@@ -583,6 +607,24 @@ func _ProposalApplyService_ListProposals_Handler(srv interface{}, ctx context.Co
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ProposalApplyServiceServer).ListProposals(ctx, req.(*ListProposalsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ProposalApplyService_PreviewProposal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PreviewProposalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProposalApplyServiceServer).PreviewProposal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProposalApplyService_PreviewProposal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProposalApplyServiceServer).PreviewProposal(ctx, req.(*PreviewProposalRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -862,6 +904,10 @@ var ProposalApplyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListProposals",
 			Handler:    _ProposalApplyService_ListProposals_Handler,
+		},
+		{
+			MethodName: "PreviewProposal",
+			Handler:    _ProposalApplyService_PreviewProposal_Handler,
 		},
 		{
 			MethodName: "ApproveProposal",
