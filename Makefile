@@ -189,6 +189,7 @@ run: build
 	echo "A token for every role, valid 24h:" && \
 	echo "  export TOKEN=$$token" && \
 	echo "Try: curl -s 127.0.0.1:8080/health   and   bin/grpcurl -plaintext 127.0.0.1:9090 list" && \
+	echo "Review console: http://127.0.0.1:8080/ui/   (sign in by pasting the token above)" && \
 	echo ""
 	$(BIN)/memoryd --data-dir $(DATA_DIR)
 

@@ -164,12 +164,18 @@ func TestADayOfWork(t *testing.T) {
 	showJSON := c.jsonOK("proposals", "show", pending)
 	require.Equal(t, pending, showJSON["proposalId"])
 	require.Equal(t, "write_run", get(showJSON, "updates", 0, "operation"))
+	require.NotContains(t, show.stdout, "+++ b/meta.json", "bookkeeping only with --all")
+	require.Contains(t, show.stdout, "bookkeeping files not shown: --all")
+	require.Contains(t, c.ok("proposals", "show", pending, "--all").stdout, "+++ b/meta.json")
 	rej := c.jsonOK("proposals", "reject", pending, "--reason", "not today")
 	require.Equal(t, "rejected", get(rej, "proposal", "status"))
 	c.fails(exitConflict, "INVALID_TRANSITION", "proposals", "approve", pending)
+	require.Contains(t, c.ok("proposals", "show", pending).stdout, "diff this proposal would have committed (on the current files")
 
 	second := c.jsonOK("ingest", writeFile(t, "two.yaml", "episode_id: ep-pending-2\ntask_text: Review the ledger report\nsummary: Checked the ledger.\noutcome:\n  status: success\n"), "--agent", agent)
 	approveID := get(second, "results", 0, "proposalId").(string)
+	// What show previews before approval is what the commit then holds.
+	previewed := runFileDiff(t, c.ok("proposals", "show", approveID).stdout, "run_ep-pending-2.md")
 	app := c.jsonOK("proposals", "approve", approveID, "--comment", "fine")
 	require.Contains(t, []any{"approved", "applying", "applied"}, get(app, "proposal", "status"))
 	require.Eventually(t, func() bool {
@@ -179,6 +185,7 @@ func TestADayOfWork(t *testing.T) {
 	applied := c.ok("proposals", "show", approveID)
 	require.Contains(t, applied.stdout, "diff of commit")
 	require.Contains(t, applied.stdout, "+++ b/runs/run_ep-pending-2.md")
+	require.Equal(t, previewed, runFileDiff(t, applied.stdout, "run_ep-pending-2.md"))
 	c.fails(exitConflict, "INVALID_TRANSITION", "proposals", "retry", approveID)
 
 	// snapshots (day-one was taken before the episodes) and backup.
@@ -347,4 +354,22 @@ func TestAgentTokenIngestsOnlyItsOwnEpisodes(t *testing.T) {
 	r := c.run("ingest", path, "--agent", "e2e-someone-else")
 	require.Equal(t, exitDenied, r.code, r.String())
 	require.Contains(t, r.stderr, "PERMISSION_DENIED")
+}
+
+// runFileDiff cuts the unified diff of runs/<name> out of proposals show's
+// output: its hunks, up to the next file's header or the first line that is
+// no diff line.
+func runFileDiff(t testing.TB, out, name string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(out, "--- /dev/null\n+++ b/runs/"+name+"\n")
+	require.True(t, ok, "no diff of runs/%s in:\n%s", name, out)
+	var b strings.Builder
+	for line := range strings.SplitAfterSeq(rest, "\n") {
+		if strings.HasPrefix(line, "--- ") || line == "" || !strings.ContainsAny(line[:1], " +-@\\") {
+			break
+		}
+		b.WriteString(line)
+	}
+	require.NotEmpty(t, b.String())
+	return b.String()
 }

@@ -3,16 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/garden-bloom/memory/cmd/memctl/internal/propdiff"
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/memdiff"
 )
 
 func (c *cli) proposalsCommand() *cobra.Command {
@@ -97,13 +95,14 @@ func (c *cli) proposalsShowCommand() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "show PROPOSAL_ID",
-		Short: "Show a proposal and the diff it commits (GetProposal)",
-		Long: `Show a proposal with the diff of its commit: for an applied proposal the diff
-of the commit that applied it (DiffMemory); for any other, the diff it would
-commit if applied now — the write plane's own plan (updates, eviction) on the
-agent's current files, rendered as unified diffs. meta.json, changelog.md and
-the timeline, which every commit updates, are shown with --all.
--o json prints the proposal as GET /proposals/{id} does.`,
+		Short: "Show a proposal and the diff it commits (GetProposal, PreviewProposal)",
+		Long: `Show a proposal with the diff of its commit, as the write plane previews it
+(PreviewProposal, GET /proposals/{id}:preview): for an applied proposal the
+diff of the commit that applied it; for any other, the diff it would commit if
+applied now — the apply's own planning (updates, eviction) on main's head —
+or why applying it now would commit nothing (a version or section conflict).
+meta.json, changelog.md and the timeline, which every commit updates, are
+shown with --all. -o json prints the proposal as GET /proposals/{id} does.`,
 		Example: `  memctl proposals show proposal_01j…
   memctl proposals show proposal_01j… --all
   memctl proposals show proposal_01j… -o yaml`,
@@ -175,49 +174,50 @@ func updateSummary(u *memoryv1.FileUpdate) string {
 	return u.GetContent()
 }
 
-// proposalDiff renders the diff of p's commit: DiffMemory of that commit
-// when applied, else the plan on the current files.
+// proposalDiff renders the write plane's preview of p's commit
+// (PreviewProposal): the diff of its commit when applied, else what
+// applying it now would commit, or why it would commit nothing.
 func (c *cli) proposalDiff(ctx context.Context, cl *clients, p *memoryv1.Proposal, all bool) (string, error) {
-	var b strings.Builder
-	if sha := p.GetCommitSha(); sha != "" && p.GetStatus() == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED {
-		d, err := cl.ca.DiffMemory(ctx, &memoryv1.DiffMemoryRequest{AgentId: p.GetAgentId(), From: sha + "~1", To: sha})
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&b, "diff of commit %s (%s):\n", shortSHA(sha), d.GetSummary())
-		for _, file := range slices.Sorted(maps.Keys(d.GetDiff())) {
-			if !all && isBookkeepingPath(file) {
-				continue
-			}
-			b.WriteString(withNewline(d.GetDiff()[file]))
-		}
-		return b.String(), nil
-	}
-	res, err := propdiff.Render(p, c.agentFiles(ctx, cl, p.GetAgentId()), time.Now())
+	pv, err := cl.write.PreviewProposal(ctx, &memoryv1.PreviewProposalRequest{ProposalId: p.GetProposalId()})
 	if err != nil {
 		return "", err
 	}
-	verb := "would commit if applied now"
-	switch p.GetStatus() {
-	case memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED:
-		verb = "would have committed (on the current files)"
+	var b strings.Builder
+	if pv.GetWouldFailReason() != memoryv1.StatusReason_STATUS_REASON_UNSPECIFIED {
+		fmt.Fprintf(&b, "applying it now would commit nothing: %s: %s\n", reasonText(pv.GetWouldFailReason()), pv.GetWouldFailMessage())
+		return b.String(), nil
 	}
-	fmt.Fprintf(&b, "diff this proposal %s:\n", verb)
+	switch p.GetStatus() {
+	case memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED:
+		var added, removed int
+		for _, f := range pv.GetFiles() {
+			added += int(f.GetAddedLines())
+			removed += int(f.GetRemovedLines())
+		}
+		fmt.Fprintf(&b, "diff of commit %s (%s):\n", shortSHA(p.GetCommitSha()), memdiff.Summary(1, len(pv.GetFiles()), added, removed))
+	case memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED:
+		fmt.Fprintf(&b, "diff this proposal would have committed (on the current files, %s):\n", shortSHA(pv.GetBaseCommit()))
+	default:
+		fmt.Fprintf(&b, "diff this proposal would commit if applied now (on %s):\n", shortSHA(pv.GetBaseCommit()))
+	}
 	hidden := 0
-	for _, f := range res.Files {
-		if f.Bookkeeping && !all {
+	for _, f := range pv.GetFiles() {
+		if !all && isBookkeepingPath(f.GetFile()) {
 			hidden++
 			continue
 		}
-		b.WriteString(withNewline(f.Diff))
+		b.WriteString(withNewline(f.GetUnifiedDiff()))
 	}
-	for _, e := range res.EvictedFacts {
+	for _, e := range pv.GetEvictedFacts() {
 		fmt.Fprintf(&b, "evicts to Layer 2: %s\n", e)
 	}
-	for _, l := range res.FrozenLoops {
+	for _, l := range pv.GetFrozenLoops() {
 		fmt.Fprintf(&b, "freezes loop: %s\n", l)
 	}
-	for _, w := range res.Warnings {
+	for _, l := range pv.GetRemovedClosedLoops() {
+		fmt.Fprintf(&b, "drops closed loop: %s\n", l)
+	}
+	for _, w := range pv.GetWarnings() {
 		fmt.Fprintf(&b, "warning: %s\n", w)
 	}
 	if hidden > 0 {
@@ -226,9 +226,10 @@ func (c *cli) proposalDiff(ctx context.Context, cl *clients, p *memoryv1.Proposa
 	return b.String(), nil
 }
 
-func isBookkeepingPath(path string) bool {
-	return strings.HasSuffix(path, "/meta.json") || strings.HasSuffix(path, "/changelog.md") || strings.Contains(path, "/timeline/") ||
-		path == "meta.json" || path == "changelog.md" || strings.HasPrefix(path, "timeline/")
+// isBookkeepingPath reports the files every commit updates (names
+// relative to the agent, as PreviewProposal gives them).
+func isBookkeepingPath(rel string) bool {
+	return rel == "meta.json" || rel == "changelog.md" || strings.HasPrefix(rel, "timeline/")
 }
 
 func (c *cli) reviewCommand(verb, summary, textFlag string) *cobra.Command {

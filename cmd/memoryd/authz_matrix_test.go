@@ -332,6 +332,10 @@ func (e *matrixEnv) rows() map[string]matrixRow {
 			_, err := pa.GetProposal(ctx, &memoryv1.GetProposalRequest{ProposalId: e.pendingGet})
 			return err
 		}},
+		name(pas, "PreviewProposal"): {allow: matrixProposalReaders, call: func(ctx context.Context) error {
+			_, err := pa.PreviewProposal(ctx, &memoryv1.PreviewProposalRequest{ProposalId: e.pendingGet})
+			return err
+		}},
 		name(pas, "ListProposals"): {allow: matrixProposalReaders, call: func(ctx context.Context) error {
 			_, err := pa.ListProposals(ctx, &memoryv1.ListProposalsRequest{AgentId: "alpha"})
 			return err
@@ -690,6 +694,23 @@ func testAuthzNoLeak(t *testing.T, e *matrixEnv) {
 		noBeta(t, "REST search", body)
 		code, _, body = call(t, e.d, "GET", "/entities/tardigrade-lab", "", tok)
 		require.Equal(t, 404, code, body)
+
+		// The dry run of a proposal's commit through the real gateway: what
+		// alpha's pending proposal adds; beta's token learns nothing of it.
+		code, _, body = call(t, e.d, "GET", "/proposals/"+e.pendingGet+":preview", "", tok)
+		require.Equal(t, 200, code, body)
+		preview := decode(t, body)
+		require.Equal(t, "pending", preview["status"], body)
+		require.Contains(t, body, `"file":"facts.md"`)
+		require.Contains(t, body, `\n+- pending fact for get\n`)
+		require.NotEmpty(t, preview["baseCommit"])
+		betaTok, err := e.signer.Mint("matrix-rest-beta", []auth.Role{auth.RoleAgent}, []string{"beta"}, time.Hour)
+		require.NoError(t, err)
+		code, restErr, body := call(t, e.d, "GET", "/proposals/"+e.pendingGet+":preview", "", betaTok)
+		require.Equal(t, 404, code, body)
+		require.NotEmpty(t, restErr.Details, body)
+		require.Equal(t, "PROPOSAL_NOT_FOUND", restErr.Details[0].Reason, body)
+		require.NotContains(t, body, "pending fact for get")
 	})
 
 	// Last, as it changes both agents: a commit made with plain git that

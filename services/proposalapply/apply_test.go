@@ -35,7 +35,7 @@ func TestProposeAppliesAsExactlyOneCommit(t *testing.T) {
 	require.Equal(t, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED, resp.GetStatus())
 	require.True(t, strings.HasPrefix(resp.GetProposalId(), "proposal_"))
 	require.Equal(t, "garden-bloom-curator", resp.GetAgentId())
-	require.Equal(t, "http://127.0.0.1:8080/proposals/"+resp.GetProposalId(), resp.GetReviewUrl())
+	require.Equal(t, "http://127.0.0.1:8080/ui/proposals/"+resp.GetProposalId(), resp.GetReviewUrl(), "the review console's page (issue #28)")
 	require.NotNil(t, resp.GetCreatedAt())
 
 	p := e.waitApplied(resp.GetProposalId())

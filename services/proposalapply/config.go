@@ -48,7 +48,7 @@ type Config struct {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TokenEncoding, "token-encoding", tokens.DefaultEncoding, "tiktoken encoding that Layer 1 limits are counted in (cl100k_base, o200k_base)")
 	fs.BoolVar(&c.AutoApproveDefault, "auto-approve-default", false, "auto-approve normal-priority, unflagged proposals of agents that have no policy.json")
-	fs.StringVar(&c.ReviewURLBase, "review-url-base", "http://127.0.0.1:8080/proposals/", "prefix of a proposal's reviewUrl")
+	fs.StringVar(&c.ReviewURLBase, "review-url-base", "http://127.0.0.1:8080/ui/proposals/", "prefix of a proposal's reviewUrl: the review console's proposal page (/ui/proposals/) on the edge's external URL; the JSON stays at /proposals/{id}")
 	fs.StringVar(&c.AuthorName, "git-author-name", "Garden Bloom Memory", "author of the commits proposal-apply makes")
 	fs.StringVar(&c.AuthorEmail, "git-author-email", "memory@gardenbloom.local", "author e-mail of the commits proposal-apply makes")
 	fs.StringVar(&c.GitRemoteURL, "git-remote-url", "", "push main here after every commit (proposal-apply only)")

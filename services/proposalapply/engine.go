@@ -215,46 +215,60 @@ func failure(reason memoryv1.StatusReason, msg string) outcome {
 	return outcome{status: memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED, reason: reason, message: msg}
 }
 
-// tryApply plans the commit on the current head and has the committer commit
-// it. It returns memrepo.ErrHeadMoved when the agent's files changed between
-// planning and committing.
-func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outcome, error) {
-	s := e.svc
+// applyPlan is what planning an apply on main's head gives: the commit to
+// make, or refused, the outcome that says why applying now commits nothing.
+type applyPlan struct {
+	head plumbing.Hash
+	now  time.Time
+	plan *applyplan.Plan
+	// refused is set, and plan nil, when the apply would not commit: a
+	// version conflict, a section conflict, a proposal that does not apply
+	// (validation, token limit), an unreadable meta.json.
+	refused *outcome
+}
+
+// planApply runs the apply's checks on main's head and plans its commit:
+// the version check, the section-conflict check against the record's base
+// commit, then s.plan. The engine (tryApply) commits what it returns and
+// PreviewProposal shows it, so a preview is the commit the apply makes.
+// It writes nothing.
+func (s *Service) planApply(ctx context.Context, rec *proposalstore.Record) (applyPlan, error) {
 	p := rec.Proposal
 	agent := p.GetAgentId()
 	head, err := s.repo.Head(ctx)
 	if err != nil {
-		return outcome{}, err
+		return applyPlan{}, err
 	}
+	refuse := func(o outcome) (applyPlan, error) { return applyPlan{head: head, refused: &o}, nil }
 	headRead := s.reader(ctx, head, agent)
 
 	metaRaw, _, err := headRead(memlayout.MetaFile)
 	if err != nil {
-		return outcome{}, err
+		return applyPlan{}, err
 	}
 	meta, err := memlayout.ParseMeta([]byte(metaRaw))
 	if err != nil {
-		return failure(memoryv1.StatusReason_STATUS_REASON_APPLY_ERROR, err.Error()), nil
+		return refuse(failure(memoryv1.StatusReason_STATUS_REASON_APPLY_ERROR, err.Error()))
 	}
 	// Optimistic locking (spec DiffMem §7.1, threat 3).
 	if p.ExpectedVersion != nil && p.GetExpectedVersion() != meta.Version {
-		return outcome{
+		return refuse(outcome{
 			status: memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, reason: memoryv1.StatusReason_STATUS_REASON_VERSION_CONFLICT,
 			message:        fmt.Sprintf("version_conflict: expected version %d, current version %d", p.GetExpectedVersion(), meta.Version),
 			currentVersion: meta.Version, resolution: "retry_with_latest",
-		}, nil
+		})
 	}
 	// What changed under the proposal since it was made (threat 4, human edits).
 	if base := plumbing.NewHash(rec.BaseCommit); rec.BaseCommit != "" && base != head {
 		conflicts, err := applyplan.Conflicts(p.GetUpdates(), s.reader(ctx, base, agent), headRead)
 		if err != nil {
-			return outcome{}, err
+			return applyPlan{}, err
 		}
 		if len(conflicts) > 0 {
-			return outcome{
+			return refuse(outcome{
 				status: memoryv1.ProposalStatus_PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW, reason: memoryv1.StatusReason_STATUS_REASON_SECTION_CONFLICT,
 				message: "changed since the proposal was made; a person must review it", flags: conflicts,
-			}, nil
+			})
 		}
 	}
 	now := s.now()
@@ -266,11 +280,28 @@ func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outco
 			// refused, not retried.
 			o.status = memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED
 		}
-		return o, nil
+		return refuse(o)
 	}
+	if err != nil {
+		return applyPlan{}, err
+	}
+	return applyPlan{head: head, now: now, plan: plan}, nil
+}
+
+// tryApply plans the commit on the current head (planApply) and has the
+// committer commit it. It returns memrepo.ErrHeadMoved when the agent's
+// files changed between planning and committing.
+func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outcome, error) {
+	s := e.svc
+	agent := rec.Proposal.GetAgentId()
+	planned, err := s.planApply(ctx, rec)
 	if err != nil {
 		return outcome{}, err
 	}
+	if planned.refused != nil {
+		return *planned.refused, nil
+	}
+	plan := planned.plan
 
 	changes := make([]memrepo.Change, 0, len(plan.Changes))
 	for rel, content := range plan.Changes {
@@ -287,8 +318,8 @@ func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outco
 		}
 		changes = append(changes, memrepo.Change{Path: f.Path, Delete: true})
 	}
-	sig := memrepo.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: now}
-	sha, err := e.commit(agent, head, memrepo.CommitRequest{Changes: changes, Message: plan.Message, Author: sig, Committer: sig})
+	sig := memrepo.Signature{Name: s.cfg.AuthorName, Email: s.cfg.AuthorEmail, When: planned.now}
+	sha, err := e.commit(agent, planned.head, memrepo.CommitRequest{Changes: changes, Message: plan.Message, Author: sig, Committer: sig})
 	if err != nil {
 		return outcome{}, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/grpcserver"
 	"github.com/garden-bloom/memory/pkg/httplimit"
 	"github.com/garden-bloom/memory/pkg/ratelimit"
+	"github.com/garden-bloom/memory/services/console"
 	"github.com/garden-bloom/memory/services/gateway"
 	"github.com/garden-bloom/memory/services/proposalapply"
 	"github.com/garden-bloom/memory/services/searchindex"
@@ -43,6 +44,7 @@ type Config struct {
 	HTTP          httplimit.Config  // --http-* timeouts and connection cap
 	GRPC          grpcserver.Limits // --grpc-max-* connection limits
 	Gateway       gateway.Config
+	Console       console.Config
 	ProposalApply proposalapply.Config
 	FactTTL       proposalapply.TTLConfig // --ttl-interval
 	SearchIndex   searchindex.Config
@@ -244,7 +246,7 @@ func (c *Config) SecretPath() string {
 
 // RegisterFlags adds every flag of the configuration to fs.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Target, "target", "all", "what this process runs: all | read | write | context-assembly | search-index | entity-graph | proposal-apply | gateway (comma lists allowed)")
+	fs.StringVar(&c.Target, "target", "all", "what this process runs: all | read | write | context-assembly | search-index | entity-graph | proposal-apply | gateway | mcp | console (comma lists allowed)")
 	fs.StringVar(&c.ConfigFile, "config", "", "YAML file whose keys are flag names (e.g. data-dir: /var/lib/memoryd)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug | info | warn | error")
 	c.Storage.RegisterFlags(fs)
@@ -255,6 +257,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.HTTP.RegisterFlags(fs)
 	c.GRPC.RegisterFlags(fs)
 	c.Gateway.RegisterFlags(fs)
+	c.Console.RegisterFlags(fs)
 	c.ProposalApply.RegisterFlags(fs)
 	c.FactTTL.RegisterFlags(fs)
 	c.SearchIndex.RegisterFlags(fs)
@@ -310,7 +313,12 @@ func (c *Config) Validate() error {
 			c.SearchIndex.IndexDir = filepath.Join(c.Storage.DataDir, "search-index")
 		}
 	}
-	if mods.Edge() { // the REST and MCP edges share --rest-* limits
+	if mods.Has(ModuleConsole) {
+		if err := c.Console.Validate(); err != nil {
+			return err
+		}
+	}
+	if mods.Edge() { // the REST and MCP edges and the console share --rest-* limits
 		if err := c.Gateway.Validate(); err != nil {
 			return err
 		}

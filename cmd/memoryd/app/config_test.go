@@ -87,12 +87,13 @@ func TestParseTarget(t *testing.T) {
 		target string
 		want   Modules
 	}{
-		{"all", Modules{ModuleProposalApply, ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway, ModuleMCP}},
-		{"read", Modules{ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway, ModuleMCP}},
+		{"all", Modules{ModuleProposalApply, ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway, ModuleMCP, ModuleConsole}},
+		{"read", Modules{ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway, ModuleMCP, ModuleConsole}},
 		{"mcp", Modules{ModuleMCP}},
+		{"console", Modules{ModuleConsole}},
 		{"write", Modules{ModuleProposalApply}},
 		{"gateway, search-index", Modules{ModuleSearchIndex, ModuleGateway}},
-		{"write,read", Modules{ModuleProposalApply, ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway, ModuleMCP}},
+		{"write,read", Modules{ModuleProposalApply, ModuleEntityGraph, ModuleSearchIndex, ModuleContextAssembly, ModuleGateway, ModuleMCP, ModuleConsole}},
 		{"entity-graph,entity-graph", Modules{ModuleEntityGraph}},
 	}
 	for _, tt := range tests {

@@ -70,6 +70,7 @@ func (a *App) table() *modules.Manager {
 		// credentials and scales with them.
 		{Name: string(ModuleGateway), Init: a.initGateway, In: read, Deps: []string{modServer}},
 		{Name: string(ModuleMCP), Init: a.initMCP, In: read, Deps: []string{modServer}},
+		{Name: string(ModuleConsole), Init: a.initConsole, In: read, Deps: []string{modServer}},
 		{Name: modServe, Init: a.initServe, Internal: true, Always: true, Last: true, Deps: []string{modServer}},
 	} {
 		m.Register(d)

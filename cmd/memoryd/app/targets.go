@@ -20,6 +20,9 @@ const (
 	// ModuleMCP is the MCP edge: the Model Context Protocol over
 	// streamable HTTP at /mcp (pkg/mcpserver), beside the REST edge.
 	ModuleMCP Module = "mcp"
+	// ModuleConsole is the review console: server-rendered pages at /ui/
+	// (services/console), beside the REST and MCP edges.
+	ModuleConsole Module = "console"
 )
 
 // ServiceModules are the gRPC services.
@@ -31,9 +34,11 @@ type Modules []Module
 // Has reports whether m is in the set.
 func (ms Modules) Has(m Module) bool { return slices.Contains(ms, m) }
 
-// Edge reports whether the set serves an HTTP edge (REST or MCP), which
-// calls every service, here or at its peer address.
-func (ms Modules) Edge() bool { return ms.Has(ModuleGateway) || ms.Has(ModuleMCP) }
+// Edge reports whether the set serves an HTTP edge (REST, MCP or the
+// console), which calls every service, here or at its peer address.
+func (ms Modules) Edge() bool {
+	return ms.Has(ModuleGateway) || ms.Has(ModuleMCP) || ms.Has(ModuleConsole)
+}
 
 // ParseTarget expands a --target value (a comma list of targets and the
 // composites all, read and write) into the targets it runs, in start order.
@@ -49,7 +54,7 @@ func ParseTarget(target string) (Modules, error) {
 func targetsOf(names []string) Modules {
 	var out Modules
 	for _, n := range names {
-		if m := Module(n); slices.Contains(ServiceModules, m) || m == ModuleGateway || m == ModuleMCP {
+		if m := Module(n); slices.Contains(ServiceModules, m) || m == ModuleGateway || m == ModuleMCP || m == ModuleConsole {
 			out = append(out, m)
 		}
 	}

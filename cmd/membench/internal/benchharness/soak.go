@@ -721,14 +721,19 @@ func (r *soakRecorder) ok(kind string, d time.Duration) {
 // keeps.
 const maxFirstErrors = 3
 
-func (r *soakRecorder) fail(kind string, err error) {
+// fail records a failed request; it reports whether its message is one of
+// the first of its kind, which the soak also logs at once (a run stopped
+// early, or still running, shows what went wrong).
+func (r *soakRecorder) fail(kind string, err error) (first bool) {
 	r.mu.Lock()
-	if r.errs[kind] < maxFirstErrors {
+	defer r.mu.Unlock()
+	first = r.errs[kind] < maxFirstErrors
+	if first {
 		r.first = append(r.first, kind+": "+err.Error())
 	}
 	r.errs[kind]++
 	r.nErrs++
-	r.mu.Unlock()
+	return first
 }
 
 // take returns the interval's latencies and starts a new interval.
@@ -753,7 +758,9 @@ func (s *soak) timed(kind string, fn func() error) error { return s.timedFrom(ki
 // timedFrom is timed with the latency counted from start.
 func (s *soak) timedFrom(kind string, start time.Time, fn func() error) error {
 	if err := fn(); err != nil {
-		s.rec.fail(kind, err)
+		if s.rec.fail(kind, err) {
+			s.logf("error (%s, after %s): %v", kind, time.Since(start).Round(time.Millisecond), err)
+		}
 		return err
 	}
 	s.rec.ok(kind, time.Since(start))

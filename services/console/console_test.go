@@ -1,0 +1,604 @@
+package console
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/apierr"
+	"github.com/garden-bloom/memory/pkg/auth"
+	"github.com/garden-bloom/memory/pkg/authz"
+)
+
+// The handler tests run the console against small stand-ins of the
+// services, served over real gRPC on a socket behind the real auth
+// interceptor: what the console sends (the caller's token) is what the
+// services see, and their refusals come back as they would.
+
+var testSecret = []byte("console-test-secret-0123456789abcdef-0123456789")
+
+// fakes are the stand-in services; each answers from fixed data and checks
+// the caller as the real one does (authz).
+type fakes struct {
+	memoryv1.UnimplementedContextAssemblyServiceServer
+	memoryv1.UnimplementedProposalApplyServiceServer
+	memoryv1.UnimplementedEntityGraphServiceServer
+	memoryv1.UnimplementedSearchIndexServiceServer
+
+	mu       sync.Mutex
+	approved []string // "<proposal> by <subject>"
+	rejected []string // "<proposal>: <reason>"
+	facts    string
+	proposal *memoryv1.Proposal
+}
+
+var readRoles = []auth.Role{auth.RoleAgent, auth.RoleService, auth.RoleAdmin}
+
+func (f *fakes) ReadMemory(ctx context.Context, req *memoryv1.ReadMemoryRequest) (*memoryv1.ReadMemoryResponse, error) {
+	if _, err := authz.RequireAgent(ctx, req.GetAgentId(), readRoles...); err != nil {
+		return nil, err
+	}
+	content := map[string]string{
+		"snapshot.md":   "# Snapshot: cur\n\n## Role\nCurator <img src=x onerror=alert(2)>\n",
+		"facts.md":      f.facts,
+		"open_loops.md": "# Open Loops: cur\n\n## Open\n- [ ] loop_001: Confirm <b>versioning</b> — opened 2026-02-15 | priority: high\n## Closed\n- [x] loop_002: Old — closed 2026-02-16 | run_a | opened 2026-02-15 | priority: low | resolution: done\n",
+	}
+	resp := &memoryv1.ReadMemoryResponse{AgentId: req.GetAgentId(), Commit: "abc123abc123"}
+	for _, file := range req.GetIncludeFiles() {
+		resp.Files = append(resp.Files, &memoryv1.FileContent{File: file, Content: content[file]})
+	}
+	return resp, nil
+}
+
+func (f *fakes) GetAgentStatus(ctx context.Context, req *memoryv1.GetAgentStatusRequest) (*memoryv1.GetAgentStatusResponse, error) {
+	if _, err := authz.RequireAgent(ctx, req.GetAgentId(), readRoles...); err != nil {
+		return nil, err
+	}
+	return &memoryv1.GetAgentStatusResponse{AgentId: req.GetAgentId(), Meta: &memoryv1.MemoryMeta{Version: 3, OpenLoopsCount: 1},
+		Layer1:       []*memoryv1.LayerUsage{{File: "snapshot.md", Tokens: 120, Limit: 2000}, {File: "facts.md", Tokens: 7900, Limit: 8000}, {File: "open_loops.md", Tokens: 40, Limit: 2000}},
+		Layer1Tokens: 8060, Layer1Limit: 12000}, nil
+}
+
+func (f *fakes) ListHistory(ctx context.Context, req *memoryv1.ListHistoryRequest) (*memoryv1.ListHistoryResponse, error) {
+	if _, err := authz.RequireAgent(ctx, req.GetAgentId(), readRoles...); err != nil {
+		return nil, err
+	}
+	return &memoryv1.ListHistoryResponse{Commits: []*memoryv1.CommitInfo{
+		{Sha: "feedfacefeedfacefeedfacefeedfacefeedface", Time: timestamppb.Now(), Author: "person <p@example.org>", Message: "fix by hand", HumanEdit: true},
+		{Sha: "abc123abc123abc123abc123abc123abc123abcd", Time: timestamppb.Now(), Author: "memoryd", Message: "memory-update: cur / run_1 / proposal_1", ProposalId: "proposal_1", RunId: "run_1"},
+	}}, nil
+}
+
+func (f *fakes) ListProposals(ctx context.Context, req *memoryv1.ListProposalsRequest) (*memoryv1.ListProposalsResponse, error) {
+	if _, err := authz.RequireRole(ctx, auth.RoleReviewer, auth.RoleAdmin, auth.RoleAgent, auth.RoleService); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if req.GetStatus() != memoryv1.ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED && req.GetStatus() != f.proposal.GetStatus() {
+		return &memoryv1.ListProposalsResponse{}, nil
+	}
+	return &memoryv1.ListProposalsResponse{Proposals: []*memoryv1.Proposal{f.proposal}}, nil
+}
+
+func (f *fakes) GetProposal(ctx context.Context, req *memoryv1.GetProposalRequest) (*memoryv1.GetProposalResponse, error) {
+	if _, err := authz.RequireRole(ctx, auth.RoleReviewer, auth.RoleAdmin); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if req.GetProposalId() != f.proposal.GetProposalId() {
+		return nil, apierr.ProposalNotFound(req.GetProposalId())
+	}
+	return &memoryv1.GetProposalResponse{Proposal: f.proposal}, nil
+}
+
+func (f *fakes) ApproveProposal(ctx context.Context, req *memoryv1.ApproveProposalRequest) (*memoryv1.ApproveProposalResponse, error) {
+	c, err := authz.RequireRole(ctx, auth.RoleReviewer, auth.RoleAdmin)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.approved = append(f.approved, req.GetProposalId()+" by "+c.Subject)
+	f.proposal.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED
+	return &memoryv1.ApproveProposalResponse{Proposal: f.proposal}, nil
+}
+
+func (f *fakes) RejectProposal(ctx context.Context, req *memoryv1.RejectProposalRequest) (*memoryv1.RejectProposalResponse, error) {
+	if _, err := authz.RequireRole(ctx, auth.RoleReviewer, auth.RoleAdmin); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rejected = append(f.rejected, req.GetProposalId()+": "+req.GetReason())
+	return &memoryv1.RejectProposalResponse{Proposal: f.proposal}, nil
+}
+
+func (f *fakes) RetryProposal(ctx context.Context, req *memoryv1.RetryProposalRequest) (*memoryv1.RetryProposalResponse, error) {
+	c, err := authz.RequireRole(ctx, auth.RoleReviewer, auth.RoleAdmin)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.proposal.GetStatus() != memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED {
+		return nil, apierr.New(codes.FailedPrecondition, memoryv1.ErrorReason_ERROR_REASON_INVALID_TRANSITION, "proposal is pending", nil)
+	}
+	f.approved = append(f.approved, req.GetProposalId()+" retried by "+c.Subject)
+	f.proposal.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED
+	return &memoryv1.RetryProposalResponse{Proposal: f.proposal}, nil
+}
+
+func (f *fakes) PreviewProposal(context.Context, *memoryv1.PreviewProposalRequest) (*memoryv1.PreviewProposalResponse, error) {
+	return nil, apierr.NotImplemented("PreviewProposal", 28)
+}
+
+func (f *fakes) ListEntities(context.Context, *memoryv1.ListEntitiesRequest) (*memoryv1.ListEntitiesResponse, error) {
+	return &memoryv1.ListEntitiesResponse{Entities: []*memoryv1.Entity{{EntityId: "cur", Type: memoryv1.EntityType_ENTITY_TYPE_AGENT}}}, nil
+}
+
+func (f *fakes) calls() (approved, rejected []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.approved...), append([]string(nil), f.rejected...)
+}
+
+// env is a console in front of the fakes.
+type env struct {
+	f      *fakes
+	srv    *httptest.Server
+	signer *auth.Signer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	verifier, err := auth.NewVerifier(testSecret)
+	require.NoError(t, err)
+	signer, err := auth.NewSigner(testSecret)
+	require.NoError(t, err)
+	f := &fakes{
+		facts: "# Facts: cur\n\n## Technical\n- <script>alert(1)</script> is not a fact\n- MinIO keeps versions\n",
+		proposal: &memoryv1.Proposal{ProposalId: "proposal_1", AgentId: "cur", RunId: "run_1", Status: memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING,
+			Reason: memoryv1.StatusReason_STATUS_REASON_FLAGGED, Priority: memoryv1.Priority_PRIORITY_HIGH, CreatedAt: timestamppb.Now(), UpdatedAt: timestamppb.Now(),
+			Flags:   []string{"changes the agent's review policy", "semantic guard: unknown_entity_ref: minio"},
+			Updates: []*memoryv1.FileUpdate{{File: "facts.md", Operation: memoryv1.Operation_OPERATION_APPEND, Content: "- <script>x</script>"}}},
+	}
+	gs := grpc.NewServer(grpc.UnaryInterceptor(auth.UnaryServerInterceptor(verifier, auth.DefaultSkip)))
+	memoryv1.RegisterContextAssemblyServiceServer(gs, f)
+	memoryv1.RegisterProposalApplyServiceServer(gs, f)
+	memoryv1.RegisterEntityGraphServiceServer(gs, f)
+	memoryv1.RegisterSearchIndexServiceServer(gs, f)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	srv, err := New(Clients{
+		ContextAssembly: memoryv1.NewContextAssemblyServiceClient(conn),
+		SearchIndex:     memoryv1.NewSearchIndexServiceClient(conn),
+		EntityGraph:     memoryv1.NewEntityGraphServiceClient(conn),
+		ProposalApply:   memoryv1.NewProposalApplyServiceClient(conn),
+	}, Config{Enabled: true, Poll: time.Second}, Options{Verifier: verifier, Secret: testSecret, CallTimeout: 5 * time.Second, Version: "test"})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &env{f: f, srv: hs, signer: signer}
+}
+
+func (e *env) token(t *testing.T, sub string, agents []string, roles ...auth.Role) string {
+	t.Helper()
+	tok, err := e.signer.Mint(sub, roles, agents, time.Hour)
+	require.NoError(t, err)
+	return tok
+}
+
+// client never follows redirects: the tests look at each answer.
+func client() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// do sends a request with cookies and returns the answer and its body.
+func (e *env) do(t *testing.T, method, path string, form url.Values, cookies []*http.Cookie, headers map[string]string) (*http.Response, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, body)
+	require.NoError(t, err)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client().Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfRe.FindStringSubmatch(page)
+	require.NotNil(t, m, "the page has a CSRF field:\n%s", page)
+	return m[1]
+}
+
+func cookieNamed(resp *http.Response, name string) *http.Cookie {
+	for _, c := range resp.Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// signIn signs in with tok as a browser would and returns the session
+// cookie and a page's CSRF token.
+func (e *env) signIn(t *testing.T, tok string) (*http.Cookie, string) {
+	t.Helper()
+	resp, page := e.do(t, "GET", "/ui/login", nil, nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	login := cookieNamed(resp, loginCookie)
+	require.NotNil(t, login)
+	resp, _ = e.do(t, "POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {tok}, "next": {"/ui/inbox"}}, []*http.Cookie{login}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/ui/inbox", resp.Header.Get("Location"))
+	sess := cookieNamed(resp, SessionCookie)
+	require.NotNil(t, sess)
+	resp, page = e.do(t, "GET", "/ui/inbox", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	return sess, csrfOf(t, page)
+}
+
+// Issue #28: the token is kept in an HttpOnly; Secure; SameSite=Strict
+// cookie, for the token's remaining life.
+func TestSignInKeepsTheTokenInAStrictCookie(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token(t, "rev", []string{"*"}, auth.RoleReviewer)
+	resp, page := e.do(t, "GET", "/ui/login", nil, nil, nil)
+	login := cookieNamed(resp, loginCookie)
+	resp, _ = e.do(t, "POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {"Bearer " + tok}}, []*http.Cookie{login}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/ui/", resp.Header.Get("Location"))
+	var set string
+	for _, h := range resp.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(h, SessionCookie+"=") {
+			set = h
+		}
+	}
+	for _, attr := range []string{"HttpOnly", "Secure", "SameSite=Strict", "Path=/ui/"} {
+		require.Contains(t, set, attr)
+	}
+	c := cookieNamed(resp, SessionCookie)
+	require.InDelta(t, time.Hour.Seconds(), float64(c.MaxAge), 5, "Max-Age is the token's remaining life")
+	require.NotContains(t, c.Value, tok, "the token is sealed, not in clear")
+	require.NotContains(t, c.Value, strings.Split(tok, ".")[1])
+}
+
+func TestSignInRefusesWhatIsNotAToken(t *testing.T) {
+	e := newEnv(t)
+	expired, err := e.signer.Sign(auth.Claims{Roles: []auth.Role{auth.RoleReviewer},
+		RegisteredClaims: jwtClaims("rev", time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour))})
+	require.NoError(t, err)
+	other, err := auth.NewSigner([]byte(strings.Repeat("another-secret-", 4)))
+	require.NoError(t, err)
+	forged, err := other.Mint("rev", []auth.Role{auth.RoleAdmin}, []string{"*"}, time.Hour)
+	require.NoError(t, err)
+	for name, tok := range map[string]string{"empty": "", "junk": "not a token", "expired": expired, "signed by another key": forged} {
+		t.Run(name, func(t *testing.T) {
+			resp, page := e.do(t, "GET", "/ui/login", nil, nil, nil)
+			resp, page = e.do(t, "POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {tok}}, []*http.Cookie{cookieNamed(resp, loginCookie)}, nil)
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+			require.Nil(t, cookieNamed(resp, SessionCookie), "no session")
+			require.Contains(t, page, `role="alert"`)
+			require.Contains(t, page, `name="token"`, "the form again")
+		})
+	}
+	t.Run("without the form's own cookie", func(t *testing.T) {
+		_, page := e.do(t, "GET", "/ui/login", nil, nil, nil)
+		resp, _ := e.do(t, "POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {e.token(t, "rev", nil, auth.RoleReviewer)}}, nil, nil)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.Nil(t, cookieNamed(resp, SessionCookie))
+	})
+	t.Run("from another site", func(t *testing.T) {
+		resp, page := e.do(t, "GET", "/ui/login", nil, nil, nil)
+		resp, _ = e.do(t, "POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {e.token(t, "rev", nil, auth.RoleReviewer)}},
+			[]*http.Cookie{cookieNamed(resp, loginCookie)}, map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.Nil(t, cookieNamed(resp, SessionCookie))
+	})
+}
+
+func TestPagesNeedASession(t *testing.T) {
+	e := newEnv(t)
+	resp, _ := e.do(t, "GET", "/ui/proposals/proposal_1", nil, nil, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/ui/login?next=%2Fui%2Fproposals%2Fproposal_1", resp.Header.Get("Location"), "back to the page after sign-in")
+
+	resp, _ = e.do(t, "GET", "/ui/inbox", nil, []*http.Cookie{{Name: SessionCookie, Value: "forged"}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, -1, cookieNamed(resp, SessionCookie).MaxAge, "an unreadable cookie is dropped")
+
+	resp, _ = e.do(t, "POST", "/ui/proposals/proposal_1/approve", url.Values{"csrf": {"x"}}, nil, nil)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, body := e.do(t, "GET", "/ui/api/version?view=inbox", nil, nil, nil)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.JSONEq(t, `{"error":"signed out"}`, body)
+	approved, _ := e.f.calls()
+	require.Empty(t, approved)
+}
+
+// Issue #28: CSRF protection on every change. A POST without the
+// session's token, with another session's, or from another origin is 403
+// and reaches no service.
+func TestEveryChangeNeedsTheSessionsCSRFToken(t *testing.T) {
+	e := newEnv(t)
+	sess, csrf := e.signIn(t, e.token(t, "alice", []string{"*"}, auth.RoleReviewer))
+	_, otherCSRF := e.signIn(t, e.token(t, "mallory", []string{"*"}, auth.RoleReviewer))
+	for name, c := range map[string]struct {
+		form    url.Values
+		headers map[string]string
+	}{
+		"no token":              {url.Values{"comment": {"ok"}}, nil},
+		"empty token":           {url.Values{"csrf": {""}}, nil},
+		"another session's":     {url.Values{"csrf": {otherCSRF}}, nil},
+		"cross-site":            {url.Values{"csrf": {csrf}}, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+		"another origin":        {url.Values{"csrf": {csrf}}, map[string]string{"Origin": "http://evil.example"}},
+		"another site referrer": {url.Values{"csrf": {csrf}}, map[string]string{"Referer": "http://evil.example/page"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp, page := e.do(t, "POST", "/ui/proposals/proposal_1/approve", c.form, []*http.Cookie{sess}, c.headers)
+			require.Equal(t, http.StatusForbidden, resp.StatusCode)
+			require.Contains(t, page, "nothing was changed")
+		})
+	}
+	resp, _ := e.do(t, "POST", "/ui/logout", url.Values{}, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "signing out is a change too")
+	approved, _ := e.f.calls()
+	require.Empty(t, approved, "no refused request reached the service")
+
+	resp, _ = e.do(t, "POST", "/ui/proposals/proposal_1/approve", url.Values{"csrf": {csrf}, "comment": {"ok"}}, []*http.Cookie{sess},
+		map[string]string{"Origin": e.srv.URL, "Sec-Fetch-Site": "same-origin"})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/ui/proposals/proposal_1?done=approved", resp.Header.Get("Location"))
+	approved, _ = e.f.calls()
+	require.Equal(t, []string{"proposal_1 by alice"}, approved, "the service saw the signed-in person's own token")
+}
+
+func TestRejectNeedsAComment(t *testing.T) {
+	e := newEnv(t)
+	sess, csrf := e.signIn(t, e.token(t, "alice", nil, auth.RoleReviewer))
+	resp, page := e.do(t, "POST", "/ui/proposals/proposal_1/reject", url.Values{"csrf": {csrf}, "comment": {"  "}}, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, page, "A rejection needs a comment")
+	resp, _ = e.do(t, "POST", "/ui/proposals/proposal_1/reject", url.Values{"csrf": {csrf}, "comment": {"duplicate of proposal_0"}}, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, rejected := e.f.calls()
+	require.Equal(t, []string{"proposal_1: duplicate of proposal_0"}, rejected)
+}
+
+func TestRetryAFailedProposal(t *testing.T) {
+	e := newEnv(t)
+	sess, csrf := e.signIn(t, e.token(t, "alice", nil, auth.RoleReviewer))
+	resp, page := e.do(t, "POST", "/ui/proposals/proposal_1/retry", url.Values{"csrf": {csrf}}, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "only a failed proposal is retried: the service says so")
+	require.Contains(t, page, "INVALID_TRANSITION")
+
+	e.f.mu.Lock()
+	e.f.proposal.Status, e.f.proposal.Reason, e.f.proposal.Message = memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED, memoryv1.StatusReason_STATUS_REASON_APPLY_ERROR, "disk full"
+	e.f.mu.Unlock()
+	_, page = e.do(t, "GET", "/ui/proposals/proposal_1", nil, []*http.Cookie{sess}, nil)
+	require.Contains(t, page, `id="retry"`)
+	require.NotContains(t, page, `id="approve"`, "a failed proposal is retried, not approved")
+	require.Contains(t, page, "apply error: disk full", "why it waits")
+	resp, _ = e.do(t, "POST", "/ui/proposals/proposal_1/retry", url.Values{"csrf": {csrf}, "comment": {"disk freed"}}, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/ui/proposals/proposal_1?done=retried", resp.Header.Get("Location"))
+	approved, _ := e.f.calls()
+	require.Equal(t, []string{"proposal_1 retried by alice"}, approved)
+
+	resp, _ = e.do(t, "POST", "/ui/proposals/proposal_1/delete", url.Values{"csrf": {csrf}}, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "no such action")
+}
+
+func TestSignOutDropsTheCookie(t *testing.T) {
+	e := newEnv(t)
+	sess, csrf := e.signIn(t, e.token(t, "alice", nil, auth.RoleReviewer))
+	resp, _ := e.do(t, "POST", "/ui/logout", url.Values{"csrf": {csrf}}, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/ui/login?signed_out=1", resp.Header.Get("Location"))
+	require.Equal(t, -1, cookieNamed(resp, SessionCookie).MaxAge)
+}
+
+// Memory is shown as text: no HTML from memory content ever reaches the
+// page as markup.
+func TestMemoryIsShownAsText(t *testing.T) {
+	e := newEnv(t)
+	sess, _ := e.signIn(t, e.token(t, "svc", []string{"*"}, auth.RoleAdmin, auth.RoleReviewer))
+	for tab, want := range map[string]string{
+		"facts":    "&lt;script&gt;alert(1)&lt;/script&gt; is not a fact",
+		"snapshot": "Curator &lt;img src=x onerror=alert(2)&gt;",
+		"loops":    "Confirm &lt;b&gt;versioning&lt;/b&gt;",
+	} {
+		resp, page := e.do(t, "GET", "/ui/agents/cur?tab="+tab, nil, []*http.Cookie{sess}, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, page)
+		require.Contains(t, page, want, tab)
+		require.NotContains(t, page, "<script>alert", tab)
+		require.NotContains(t, page, "<img src=x", tab)
+		require.NotContains(t, page, "<b>versioning", tab)
+	}
+	_, page := e.do(t, "GET", "/ui/proposals/proposal_1", nil, []*http.Cookie{sess}, nil)
+	require.Contains(t, page, "- &lt;script&gt;x&lt;/script&gt;")
+	require.NotContains(t, page, "<script>x")
+}
+
+func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
+	e := newEnv(t)
+	sess, _ := e.signIn(t, e.token(t, "alice", nil, auth.RoleReviewer))
+	for _, p := range []string{"/ui/login", "/ui/", "/ui/inbox", "/ui/proposals/proposal_1", "/ui/nope", "/ui/static/console.css", "/ui/api/version?view=inbox"} {
+		resp, _ := e.do(t, "GET", p, nil, []*http.Cookie{sess}, nil)
+		h := resp.Header
+		require.Equal(t, "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+			h.Get("Content-Security-Policy"), p)
+		require.Equal(t, "nosniff", h.Get("X-Content-Type-Options"), p)
+		require.Equal(t, "same-origin", h.Get("Referrer-Policy"), p)
+	}
+	resp, page := e.do(t, "GET", "/ui/inbox", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"), "pages show private memory")
+	require.NotRegexp(t, `<script>|<style|style="|\son[a-z]+=`, page, "no inline script, style or handler: the CSP forbids them")
+}
+
+// A refusal of a service is a page that says why, with the service's
+// reason, under the HTTP status the REST edge would give.
+func TestARefusalIsAReadablePage(t *testing.T) {
+	e := newEnv(t)
+	sess, _ := e.signIn(t, e.token(t, "cur-run", []string{"cur"}, auth.RoleAgent))
+	resp, page := e.do(t, "GET", "/ui/agents/other?tab=snapshot", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Contains(t, page, "Not allowed")
+	require.Contains(t, page, "the token does not grant access to this agent")
+	require.Contains(t, page, "PERMISSION_DENIED")
+
+	resp, page = e.do(t, "GET", "/ui/", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, `data-agent="cur"`, "an agent token sees its own agent")
+	require.Equal(t, 1, strings.Count(page, `data-agent=`), "and only it")
+
+	resp, page = e.do(t, "GET", "/ui/agents/cur?tab=nope", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, page, "There is no tab nope")
+	resp, _ = e.do(t, "GET", "/ui/agents/cur?tab=snapshot&at=HEAD~1", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
+// Until PreviewProposal lands, the proposal page says so in a box and
+// still offers the review.
+func TestProposalPageWithoutAPreview(t *testing.T) {
+	e := newEnv(t)
+	sess, _ := e.signIn(t, e.token(t, "alice", nil, auth.RoleReviewer))
+	resp, page := e.do(t, "GET", "/ui/proposals/proposal_1", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, `id="preview-unavailable"`)
+	require.Contains(t, page, "Preview unavailable: not available: PreviewProposal is not implemented yet")
+	require.Contains(t, page, `id="approve"`)
+	require.Contains(t, page, "policy change")
+	require.Contains(t, page, "guard finding")
+	require.Contains(t, page, "high priority always waits for a person")
+
+	resp, page = e.do(t, "GET", "/ui/proposals/proposal_404", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	require.Contains(t, page, "PROPOSAL_NOT_FOUND")
+}
+
+func TestInboxAndAgentsPages(t *testing.T) {
+	e := newEnv(t)
+	sess, _ := e.signIn(t, e.token(t, "ops", []string{"*"}, auth.RoleAdmin, auth.RoleReviewer))
+	resp, page := e.do(t, "GET", "/ui/inbox", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, `data-proposal="proposal_1"`)
+	require.Contains(t, page, `data-live="/ui/api/version?view=inbox"`)
+
+	resp, page = e.do(t, "GET", "/ui/inbox?status=applied", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "only waiting statuses")
+	require.Contains(t, page, "status must be pending, needs_human_review or failed")
+
+	resp, page = e.do(t, "GET", "/ui/?q=cu", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, `data-agent="cur"`)
+	require.Contains(t, page, `<meter min="0" max="8000" high="7200" optimum="0" value="7900"`, "Layer 1 gauges against the hard limits")
+	require.Contains(t, page, "1 waiting")
+	_, page = e.do(t, "GET", "/ui/?q=zzz", nil, []*http.Cookie{sess}, nil)
+	require.NotContains(t, page, `data-agent=`)
+
+	resp, page = e.do(t, "GET", "/ui/agents/cur?tab=history", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, "human edit")
+	require.Contains(t, page, `href="/ui/proposals/proposal_1"`)
+	require.Contains(t, page, `data-live="/ui/api/version?agent=cur&amp;view=history"`)
+}
+
+func TestVersionFollowsTheInbox(t *testing.T) {
+	e := newEnv(t)
+	sess, csrf := e.signIn(t, e.token(t, "alice", nil, auth.RoleReviewer))
+	_, before := e.do(t, "GET", "/ui/api/version?view=inbox", nil, []*http.Cookie{sess}, nil)
+	_, again := e.do(t, "GET", "/ui/api/version?view=inbox", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, before, again)
+	e.do(t, "POST", "/ui/proposals/proposal_1/approve", url.Values{"csrf": {csrf}}, []*http.Cookie{sess}, nil)
+	_, after := e.do(t, "GET", "/ui/api/version?view=inbox", nil, []*http.Cookie{sess}, nil)
+	require.NotEqual(t, before, after, "the approved proposal left the inbox")
+	resp, _ := e.do(t, "GET", "/ui/api/version?view=nope", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
+func TestPastedToken(t *testing.T) {
+	for _, in := range []string{"abc.def.ghi", "  abc.def.ghi\n", "Bearer abc.def.ghi", "export TOKEN=abc.def.ghi", "TOKEN='abc.def.ghi'", `export TOKEN="abc.def.ghi"`} {
+		require.Equal(t, "abc.def.ghi", pastedToken(in), in)
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	for in, want := range map[string]string{
+		"/ui/inbox": "/ui/inbox", "": "/ui/", "//evil.example/ui/": "/ui/", "https://evil.example/ui/": "/ui/",
+		"/ui/\\evil": "/ui/", "/metrics": "/ui/", "/ui/proposals/p?done=1": "/ui/proposals/p?done=1",
+	} {
+		require.Equal(t, want, safeNext(in), in)
+	}
+}
+
+func TestStaticFilesAreVersioned(t *testing.T) {
+	e := newEnv(t)
+	u, err := e.srv.Client().Get(e.srv.URL + "/ui/login")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(u.Body)
+	_ = u.Body.Close()
+	css := regexp.MustCompile(`href="(/ui/static/console\.css\?v=[0-9a-f]+)"`).FindStringSubmatch(string(b))
+	require.NotNil(t, css)
+	resp, body := e.do(t, "GET", css[1], nil, nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/css")
+	require.Contains(t, resp.Header.Get("Cache-Control"), "immutable")
+	require.Contains(t, body, "prefers-color-scheme: dark", "light and dark")
+	require.Contains(t, body, "max-width: 700px", "one column on a phone")
+	resp, _ = e.do(t, "GET", "/ui/static/nope.js", nil, nil, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+func TestHTTPStatusOfServiceErrors(t *testing.T) {
+	for c, want := range map[codes.Code]int{codes.PermissionDenied: 403, codes.NotFound: 404, codes.InvalidArgument: 400,
+		codes.FailedPrecondition: 409, codes.Unimplemented: 501, codes.Unavailable: 503, codes.Internal: 502} {
+		got, _ := httpStatus(apierr.New(c, memoryv1.ErrorReason_ERROR_REASON_UNSPECIFIED, "x", nil))
+		require.Equal(t, want, got, c.String())
+	}
+}
+
+func jwtClaims(sub string, iat, exp time.Time) jwt.RegisteredClaims {
+	return jwt.RegisteredClaims{Subject: sub, IssuedAt: jwt.NewNumericDate(iat), ExpiresAt: jwt.NewNumericDate(exp)}
+}
