@@ -251,6 +251,12 @@ func (e *matrixEnv) rows() map[string]matrixRow {
 			_, err := ca.GetAgentStatus(ctx, &memoryv1.GetAgentStatusRequest{AgentId: "alpha"})
 			return err
 		}},
+		// Every token may list; each sees only its agents
+		// (services/contextassembly TestListAgents).
+		name(cas, "ListAgents"): {allow: matrixEveryone, call: func(ctx context.Context) error {
+			_, err := ca.ListAgents(ctx, &memoryv1.ListAgentsRequest{})
+			return err
+		}},
 		name(cas, "GetStaleFacts"): {allow: matrixReaders, call: func(ctx context.Context) error {
 			_, err := ca.GetStaleFacts(ctx, &memoryv1.GetStaleFactsRequest{AgentId: "alpha", IncludeArchived: true})
 			return err

@@ -98,8 +98,11 @@ func RunRef(id string) string {
 	return "run_" + id
 }
 
+// MemoryDir is the folder of every agent's memory folder.
+const MemoryDir = "memory"
+
 // AgentDir is the agent's memory folder, with a trailing slash.
-func AgentDir(agentID string) string { return "memory/" + agentID + "/" }
+func AgentDir(agentID string) string { return MemoryDir + "/" + agentID + "/" }
 
 // LogicDir is the agent's logic folder, with a trailing slash.
 func LogicDir(agentID string) string { return "logic/" + agentID + "/" }

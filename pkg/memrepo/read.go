@@ -618,3 +618,41 @@ func (r *Repo) resolveBase(base string) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("%w: %s is ambiguous (%d commits)", ErrRevisionNotFound, hexs, len(found))
 	}
 }
+
+// ListDirs returns the names of the folders directly under dir in commit,
+// sorted (for "memory": the agents). A dir that does not exist yields an
+// empty list; a dir that names a file is ErrInvalidPath.
+func (r *Repo) ListDirs(ctx context.Context, commit plumbing.Hash, dir string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := CheckPath(dir); err != nil {
+		return nil, err
+	}
+	c, err := r.commitObject(commit)
+	if err != nil {
+		return nil, err
+	}
+	e, ok, err := r.lookupPath(c.TreeHash, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return []string{}, nil
+	}
+	if e.Mode != filemode.Dir {
+		return nil, fmt.Errorf("%w %q: is a file, not a directory", ErrInvalidPath, dir)
+	}
+	entries, err := r.treeEntries(e.Hash)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, en := range entries {
+		if en.Mode == filemode.Dir {
+			out = append(out, en.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -74,6 +74,22 @@ func TestReadFileAndListFiles(t *testing.T) {
 	_, err = r.ListFiles(ctx, h, "../x")
 	require.ErrorIs(t, err, ErrInvalidPath)
 
+	// ListDirs: the folders directly under a folder, not its files.
+	for dir, want := range map[string][]string{
+		"memory": {"a", "b"}, "memory/a": {"timeline"}, "memory/b": {}, "memory/zzz": {}, "logic": {"a"},
+	} {
+		dirs, err := r.ListDirs(ctx, h, dir)
+		require.NoError(t, err, dir)
+		require.Equal(t, want, dirs, dir)
+	}
+	dirs, err := r.ListDirs(ctx, init, "memory")
+	require.NoError(t, err)
+	require.Empty(t, dirs, "no agent had memory at the first commit")
+	_, err = r.ListDirs(ctx, h, "memory/a.md")
+	require.ErrorIs(t, err, ErrInvalidPath)
+	_, err = r.ListDirs(ctx, h, "../x")
+	require.ErrorIs(t, err, ErrInvalidPath)
+
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	_, err = r.ReadFile(cctx, h, "README.md")

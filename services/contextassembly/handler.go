@@ -224,6 +224,37 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 		queryHint: req.GetQueryHint(), topK: topK, excludeSources: req.GetExcludeSources()})
 }
 
+// listRoles may list agents: the memory readers, and reviewers, who need
+// to find the agents whose proposals they review (the list shows
+// meta.json, not memory).
+var listRoles = append(slices.Clone(readRoles), auth.RoleReviewer)
+
+// maxAgentsPage bounds a ListAgents page (one meta.json read per agent).
+const maxAgentsPage = 1000
+
+// ListAgents lists the agents with memory that the caller may see.
+func (h *handler) ListAgents(ctx context.Context, req *memoryv1.ListAgentsRequest) (*memoryv1.ListAgentsResponse, error) {
+	claims, err := authz.RequireRole(ctx, listRoles...)
+	if err != nil {
+		return nil, err
+	}
+	q := agentsQuery{visible: authz.VisibleAgents(claims, listRoles...), query: strings.ToLower(strings.TrimSpace(req.GetQuery())),
+		size: int(req.GetPageSize()), after: req.GetPageToken(), at: req.GetAt()}
+	switch {
+	case q.size < 0 || q.size > maxAgentsPage:
+		return nil, apierr.InvalidArgument("pageSize", fmt.Sprintf("pageSize must be 0 to %d", maxAgentsPage))
+	case q.size == 0:
+		q.size = 100
+	}
+	if q.after != "" && !memlayout.ValidAgentID(q.after) {
+		return nil, apierr.InvalidArgument("pageToken", "invalid pageToken")
+	}
+	if err := apierr.CheckText("query", req.GetQuery(), 256); err != nil {
+		return nil, err
+	}
+	return h.svc.listAgents(ctx, q)
+}
+
 // GetAgentStatus reports an agent's memory at main's head: meta.json, and
 // Layer 1's token use counted now against the hard limits.
 func (h *handler) GetAgentStatus(ctx context.Context, req *memoryv1.GetAgentStatusRequest) (*memoryv1.GetAgentStatusResponse, error) {

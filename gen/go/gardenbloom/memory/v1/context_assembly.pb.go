@@ -75,6 +75,209 @@ func (DiffFormat) EnumDescriptor() ([]byte, []int) {
 	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{0}
 }
 
+type ListAgentsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only agents whose id contains this text (case-insensitive).
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// 1 to 1,000; default 100.
+	PageSize  int32  `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Commit sha or RFC 3339 time; empty = main's head.
+	At            string `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAgentsRequest) Reset() {
+	*x = ListAgentsRequest{}
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentsRequest) ProtoMessage() {}
+
+func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
+func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListAgentsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *ListAgentsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListAgentsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListAgentsRequest) GetAt() string {
+	if x != nil {
+		return x.At
+	}
+	return ""
+}
+
+// AgentSummary is one agent of ListAgents: its meta.json as last written
+// and its Layer 1 token use (meta.json's counts) against the hard limits.
+type AgentSummary struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Meta          *MemoryMeta            `protobuf:"bytes,2,opt,name=meta,proto3" json:"meta,omitempty"`
+	Layer1        []*LayerUsage          `protobuf:"bytes,3,rep,name=layer1,proto3" json:"layer1,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentSummary) Reset() {
+	*x = AgentSummary{}
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentSummary) ProtoMessage() {}
+
+func (x *AgentSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentSummary.ProtoReflect.Descriptor instead.
+func (*AgentSummary) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AgentSummary) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *AgentSummary) GetMeta() *MemoryMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *AgentSummary) GetLayer1() []*LayerUsage {
+	if x != nil {
+		return x.Layer1
+	}
+	return nil
+}
+
+type ListAgentsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Agents        []*AgentSummary        `protobuf:"bytes,1,rep,name=agents,proto3" json:"agents,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The commit the list was read at.
+	Commit string `protobuf:"bytes,3,opt,name=commit,proto3" json:"commit,omitempty"`
+	// How many agents match, over all pages.
+	TotalSize     int32 `protobuf:"varint,4,opt,name=total_size,json=totalSize,proto3" json:"total_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAgentsResponse) Reset() {
+	*x = ListAgentsResponse{}
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentsResponse) ProtoMessage() {}
+
+func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
+func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListAgentsResponse) GetAgents() []*AgentSummary {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
+}
+
+func (x *ListAgentsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListAgentsResponse) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *ListAgentsResponse) GetTotalSize() int32 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
+}
+
 type GetStaleFactsRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	AgentId string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
@@ -86,7 +289,7 @@ type GetStaleFactsRequest struct {
 
 func (x *GetStaleFactsRequest) Reset() {
 	*x = GetStaleFactsRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[0]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -98,7 +301,7 @@ func (x *GetStaleFactsRequest) String() string {
 func (*GetStaleFactsRequest) ProtoMessage() {}
 
 func (x *GetStaleFactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[0]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -111,7 +314,7 @@ func (x *GetStaleFactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStaleFactsRequest.ProtoReflect.Descriptor instead.
 func (*GetStaleFactsRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{0}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetStaleFactsRequest) GetAgentId() string {
@@ -139,7 +342,7 @@ type GetStaleFactsResponse struct {
 
 func (x *GetStaleFactsResponse) Reset() {
 	*x = GetStaleFactsResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -151,7 +354,7 @@ func (x *GetStaleFactsResponse) String() string {
 func (*GetStaleFactsResponse) ProtoMessage() {}
 
 func (x *GetStaleFactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[1]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -164,7 +367,7 @@ func (x *GetStaleFactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStaleFactsResponse.ProtoReflect.Descriptor instead.
 func (*GetStaleFactsResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{1}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetStaleFactsResponse) GetFacts() []*StaleFact {
@@ -213,7 +416,7 @@ type ReadMemoryRequest struct {
 
 func (x *ReadMemoryRequest) Reset() {
 	*x = ReadMemoryRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -225,7 +428,7 @@ func (x *ReadMemoryRequest) String() string {
 func (*ReadMemoryRequest) ProtoMessage() {}
 
 func (x *ReadMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[2]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -238,7 +441,7 @@ func (x *ReadMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMemoryRequest.ProtoReflect.Descriptor instead.
 func (*ReadMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{2}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReadMemoryRequest) GetAgentId() string {
@@ -330,7 +533,7 @@ type ReadOptions struct {
 
 func (x *ReadOptions) Reset() {
 	*x = ReadOptions{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -342,7 +545,7 @@ func (x *ReadOptions) String() string {
 func (*ReadOptions) ProtoMessage() {}
 
 func (x *ReadOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[3]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -355,7 +558,7 @@ func (x *ReadOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOptions.ProtoReflect.Descriptor instead.
 func (*ReadOptions) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{3}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReadOptions) GetMaxTokens() int32 {
@@ -396,7 +599,7 @@ type FileContent struct {
 
 func (x *FileContent) Reset() {
 	*x = FileContent{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -408,7 +611,7 @@ func (x *FileContent) String() string {
 func (*FileContent) ProtoMessage() {}
 
 func (x *FileContent) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[4]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -421,7 +624,7 @@ func (x *FileContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileContent.ProtoReflect.Descriptor instead.
 func (*FileContent) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{4}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FileContent) GetFile() string {
@@ -485,7 +688,7 @@ type ReadMemoryResponse struct {
 
 func (x *ReadMemoryResponse) Reset() {
 	*x = ReadMemoryResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -497,7 +700,7 @@ func (x *ReadMemoryResponse) String() string {
 func (*ReadMemoryResponse) ProtoMessage() {}
 
 func (x *ReadMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[5]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -510,7 +713,7 @@ func (x *ReadMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMemoryResponse.ProtoReflect.Descriptor instead.
 func (*ReadMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{5}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadMemoryResponse) GetAgentId() string {
@@ -619,7 +822,7 @@ type GetLayer2Request struct {
 
 func (x *GetLayer2Request) Reset() {
 	*x = GetLayer2Request{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +834,7 @@ func (x *GetLayer2Request) String() string {
 func (*GetLayer2Request) ProtoMessage() {}
 
 func (x *GetLayer2Request) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[6]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +847,7 @@ func (x *GetLayer2Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLayer2Request.ProtoReflect.Descriptor instead.
 func (*GetLayer2Request) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{6}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetLayer2Request) GetAgentId() string {
@@ -715,7 +918,7 @@ type TimelineDay struct {
 
 func (x *TimelineDay) Reset() {
 	*x = TimelineDay{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +930,7 @@ func (x *TimelineDay) String() string {
 func (*TimelineDay) ProtoMessage() {}
 
 func (x *TimelineDay) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[7]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +943,7 @@ func (x *TimelineDay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineDay.ProtoReflect.Descriptor instead.
 func (*TimelineDay) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{7}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TimelineDay) GetDate() string {
@@ -776,7 +979,7 @@ type RunRecord struct {
 
 func (x *RunRecord) Reset() {
 	*x = RunRecord{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -788,7 +991,7 @@ func (x *RunRecord) String() string {
 func (*RunRecord) ProtoMessage() {}
 
 func (x *RunRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[8]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -801,7 +1004,7 @@ func (x *RunRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRecord.ProtoReflect.Descriptor instead.
 func (*RunRecord) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{8}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunRecord) GetRunId() string {
@@ -842,7 +1045,7 @@ type GetLayer2Response struct {
 
 func (x *GetLayer2Response) Reset() {
 	*x = GetLayer2Response{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -854,7 +1057,7 @@ func (x *GetLayer2Response) String() string {
 func (*GetLayer2Response) ProtoMessage() {}
 
 func (x *GetLayer2Response) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[9]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,7 +1070,7 @@ func (x *GetLayer2Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLayer2Response.ProtoReflect.Descriptor instead.
 func (*GetLayer2Response) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{9}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetLayer2Response) GetAgentId() string {
@@ -946,7 +1149,7 @@ type AssembleContextRequest struct {
 
 func (x *AssembleContextRequest) Reset() {
 	*x = AssembleContextRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +1161,7 @@ func (x *AssembleContextRequest) String() string {
 func (*AssembleContextRequest) ProtoMessage() {}
 
 func (x *AssembleContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[10]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +1174,7 @@ func (x *AssembleContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssembleContextRequest.ProtoReflect.Descriptor instead.
 func (*AssembleContextRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{10}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AssembleContextRequest) GetAgentId() string {
@@ -1037,7 +1240,7 @@ type ContextSection struct {
 
 func (x *ContextSection) Reset() {
 	*x = ContextSection{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1252,7 @@ func (x *ContextSection) String() string {
 func (*ContextSection) ProtoMessage() {}
 
 func (x *ContextSection) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[11]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1265,7 @@ func (x *ContextSection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextSection.ProtoReflect.Descriptor instead.
 func (*ContextSection) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{11}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ContextSection) GetKind() string {
@@ -1147,7 +1350,7 @@ type AssembleContextResponse struct {
 
 func (x *AssembleContextResponse) Reset() {
 	*x = AssembleContextResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1362,7 @@ func (x *AssembleContextResponse) String() string {
 func (*AssembleContextResponse) ProtoMessage() {}
 
 func (x *AssembleContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[12]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1375,7 @@ func (x *AssembleContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssembleContextResponse.ProtoReflect.Descriptor instead.
 func (*AssembleContextResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{12}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AssembleContextResponse) GetAgentId() string {
@@ -1259,7 +1462,7 @@ type DiffMemoryRequest struct {
 
 func (x *DiffMemoryRequest) Reset() {
 	*x = DiffMemoryRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1474,7 @@ func (x *DiffMemoryRequest) String() string {
 func (*DiffMemoryRequest) ProtoMessage() {}
 
 func (x *DiffMemoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1487,7 @@ func (x *DiffMemoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffMemoryRequest.ProtoReflect.Descriptor instead.
 func (*DiffMemoryRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{13}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DiffMemoryRequest) GetAgentId() string {
@@ -1349,7 +1552,7 @@ type DiffStats struct {
 
 func (x *DiffStats) Reset() {
 	*x = DiffStats{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1564,7 @@ func (x *DiffStats) String() string {
 func (*DiffStats) ProtoMessage() {}
 
 func (x *DiffStats) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[14]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1577,7 @@ func (x *DiffStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffStats.ProtoReflect.Descriptor instead.
 func (*DiffStats) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{14}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DiffStats) GetCommits() int32 {
@@ -1421,7 +1624,7 @@ type ItemChange struct {
 
 func (x *ItemChange) Reset() {
 	*x = ItemChange{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1636,7 @@ func (x *ItemChange) String() string {
 func (*ItemChange) ProtoMessage() {}
 
 func (x *ItemChange) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[15]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1649,7 @@ func (x *ItemChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemChange.ProtoReflect.Descriptor instead.
 func (*ItemChange) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{15}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ItemChange) GetItem() string {
@@ -1514,7 +1717,7 @@ type DiffMemoryResponse struct {
 
 func (x *DiffMemoryResponse) Reset() {
 	*x = DiffMemoryResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1729,7 @@ func (x *DiffMemoryResponse) String() string {
 func (*DiffMemoryResponse) ProtoMessage() {}
 
 func (x *DiffMemoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[16]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1742,7 @@ func (x *DiffMemoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffMemoryResponse.ProtoReflect.Descriptor instead.
 func (*DiffMemoryResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{16}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DiffMemoryResponse) GetAgentId() string {
@@ -1636,7 +1839,7 @@ type ListHistoryRequest struct {
 
 func (x *ListHistoryRequest) Reset() {
 	*x = ListHistoryRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1851,7 @@ func (x *ListHistoryRequest) String() string {
 func (*ListHistoryRequest) ProtoMessage() {}
 
 func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[17]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1864,7 @@ func (x *ListHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryRequest.ProtoReflect.Descriptor instead.
 func (*ListHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{17}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListHistoryRequest) GetAgentId() string {
@@ -1717,7 +1920,7 @@ type ListHistoryResponse struct {
 
 func (x *ListHistoryResponse) Reset() {
 	*x = ListHistoryResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1932,7 @@ func (x *ListHistoryResponse) String() string {
 func (*ListHistoryResponse) ProtoMessage() {}
 
 func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[18]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1945,7 @@ func (x *ListHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHistoryResponse.ProtoReflect.Descriptor instead.
 func (*ListHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{18}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListHistoryResponse) GetCommits() []*CommitInfo {
@@ -1768,7 +1971,7 @@ type GetAgentStatusRequest struct {
 
 func (x *GetAgentStatusRequest) Reset() {
 	*x = GetAgentStatusRequest{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[19]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +1983,7 @@ func (x *GetAgentStatusRequest) String() string {
 func (*GetAgentStatusRequest) ProtoMessage() {}
 
 func (x *GetAgentStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[19]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +1996,7 @@ func (x *GetAgentStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetAgentStatusRequest) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{19}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetAgentStatusRequest) GetAgentId() string {
@@ -1815,7 +2018,7 @@ type LayerUsage struct {
 
 func (x *LayerUsage) Reset() {
 	*x = LayerUsage{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[20]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +2030,7 @@ func (x *LayerUsage) String() string {
 func (*LayerUsage) ProtoMessage() {}
 
 func (x *LayerUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[20]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +2043,7 @@ func (x *LayerUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LayerUsage.ProtoReflect.Descriptor instead.
 func (*LayerUsage) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{20}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LayerUsage) GetFile() string {
@@ -1884,7 +2087,7 @@ type GetAgentStatusResponse struct {
 
 func (x *GetAgentStatusResponse) Reset() {
 	*x = GetAgentStatusResponse{}
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[21]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +2099,7 @@ func (x *GetAgentStatusResponse) String() string {
 func (*GetAgentStatusResponse) ProtoMessage() {}
 
 func (x *GetAgentStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[21]
+	mi := &file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +2112,7 @@ func (x *GetAgentStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetAgentStatusResponse) Descriptor() ([]byte, []int) {
-	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{21}
+	return file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetAgentStatusResponse) GetAgentId() string {
@@ -1972,7 +2175,23 @@ var File_gardenbloom_memory_v1_context_assembly_proto protoreflect.FileDescripto
 
 const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\n" +
-	",gardenbloom/memory/v1/context_assembly.proto\x12\x15gardenbloom.memory.v1\x1a#gardenbloom/memory/v1/episode.proto\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\\\n" +
+	",gardenbloom/memory/v1/context_assembly.proto\x12\x15gardenbloom.memory.v1\x1a#gardenbloom/memory/v1/episode.proto\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"u\n" +
+	"\x11ListAgentsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x0e\n" +
+	"\x02at\x18\x04 \x01(\tR\x02at\"\x9b\x01\n" +
+	"\fAgentSummary\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x125\n" +
+	"\x04meta\x18\x02 \x01(\v2!.gardenbloom.memory.v1.MemoryMetaR\x04meta\x129\n" +
+	"\x06layer1\x18\x03 \x03(\v2!.gardenbloom.memory.v1.LayerUsageR\x06layer1\"\xb0\x01\n" +
+	"\x12ListAgentsResponse\x12;\n" +
+	"\x06agents\x18\x01 \x03(\v2#.gardenbloom.memory.v1.AgentSummaryR\x06agents\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x16\n" +
+	"\x06commit\x18\x03 \x01(\tR\x06commit\x12\x1d\n" +
+	"\n" +
+	"total_size\x18\x04 \x01(\x05R\ttotalSize\"\\\n" +
 	"\x14GetStaleFactsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12)\n" +
 	"\x10include_archived\x18\x02 \x01(\bR\x0fincludeArchived\"g\n" +
@@ -2159,7 +2378,7 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"DiffFormat\x12\x1b\n" +
 	"\x17DIFF_FORMAT_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13DIFF_FORMAT_UNIFIED\x10\x01\x12\x15\n" +
-	"\x11DIFF_FORMAT_FACTS\x10\x022\xe2\b\n" +
+	"\x11DIFF_FORMAT_FACTS\x10\x022\xdc\t\n" +
 	"\x16ContextAssemblyService\x12\xa9\x01\n" +
 	"\n" +
 	"ReadMemory\x12(.gardenbloom.memory.v1.ReadMemoryRequest\x1a).gardenbloom.memory.v1.ReadMemoryResponse\"F\x82\xd3\xe4\x93\x02=Z\":\x01*\"\x1d/v1/memory/{agent_id}/context\x12\x17/memory/{agent_id}/read\x90\x02\x01\x12y\n" +
@@ -2168,7 +2387,10 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\n" +
 	"DiffMemory\x12(.gardenbloom.memory.v1.DiffMemoryRequest\x1a).gardenbloom.memory.v1.DiffMemoryResponse\"C\x82\xd3\xe4\x93\x02:Z\x1f:\x01*\"\x1a/v1/memory/{agent_id}/diff\x12\x17/memory/{agent_id}/diff\x90\x02\x01\x12\xb4\x01\n" +
 	"\vListHistory\x12).gardenbloom.memory.v1.ListHistoryRequest\x1a*.gardenbloom.memory.v1.ListHistoryResponse\"N\x82\xd3\xe4\x93\x02EZ'\x12%/v1/memory/{agent_id}/recent-timeline\x12\x1a/memory/{agent_id}/history\x90\x02\x01\x12\x96\x01\n" +
-	"\x0eGetAgentStatus\x12,.gardenbloom.memory.v1.GetAgentStatusRequest\x1a-.gardenbloom.memory.v1.GetAgentStatusResponse\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/memory/{agent_id}/status\x90\x02\x01\x12\x98\x01\n" +
+	"\x0eGetAgentStatus\x12,.gardenbloom.memory.v1.GetAgentStatusRequest\x1a-.gardenbloom.memory.v1.GetAgentStatusResponse\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/memory/{agent_id}/status\x90\x02\x01\x12x\n" +
+	"\n" +
+	"ListAgents\x12(.gardenbloom.memory.v1.ListAgentsRequest\x1a).gardenbloom.memory.v1.ListAgentsResponse\"\x15\x82\xd3\xe4\x93\x02\f\x12\n" +
+	"/v1/agents\x90\x02\x01\x12\x98\x01\n" +
 	"\rGetStaleFacts\x12+.gardenbloom.memory.v1.GetStaleFactsRequest\x1a,.gardenbloom.memory.v1.GetStaleFactsResponse\",\x82\xd3\xe4\x93\x02#\x12!/v1/memory/{agent_id}/stale-facts\x90\x02\x01BFZDgithub.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1;memoryv1b\x06proto3"
 
 var (
@@ -2184,91 +2406,99 @@ func file_gardenbloom_memory_v1_context_assembly_proto_rawDescGZIP() []byte {
 }
 
 var file_gardenbloom_memory_v1_context_assembly_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_gardenbloom_memory_v1_context_assembly_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_gardenbloom_memory_v1_context_assembly_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_gardenbloom_memory_v1_context_assembly_proto_goTypes = []any{
 	(DiffFormat)(0),                 // 0: gardenbloom.memory.v1.DiffFormat
-	(*GetStaleFactsRequest)(nil),    // 1: gardenbloom.memory.v1.GetStaleFactsRequest
-	(*GetStaleFactsResponse)(nil),   // 2: gardenbloom.memory.v1.GetStaleFactsResponse
-	(*ReadMemoryRequest)(nil),       // 3: gardenbloom.memory.v1.ReadMemoryRequest
-	(*ReadOptions)(nil),             // 4: gardenbloom.memory.v1.ReadOptions
-	(*FileContent)(nil),             // 5: gardenbloom.memory.v1.FileContent
-	(*ReadMemoryResponse)(nil),      // 6: gardenbloom.memory.v1.ReadMemoryResponse
-	(*GetLayer2Request)(nil),        // 7: gardenbloom.memory.v1.GetLayer2Request
-	(*TimelineDay)(nil),             // 8: gardenbloom.memory.v1.TimelineDay
-	(*RunRecord)(nil),               // 9: gardenbloom.memory.v1.RunRecord
-	(*GetLayer2Response)(nil),       // 10: gardenbloom.memory.v1.GetLayer2Response
-	(*AssembleContextRequest)(nil),  // 11: gardenbloom.memory.v1.AssembleContextRequest
-	(*ContextSection)(nil),          // 12: gardenbloom.memory.v1.ContextSection
-	(*AssembleContextResponse)(nil), // 13: gardenbloom.memory.v1.AssembleContextResponse
-	(*DiffMemoryRequest)(nil),       // 14: gardenbloom.memory.v1.DiffMemoryRequest
-	(*DiffStats)(nil),               // 15: gardenbloom.memory.v1.DiffStats
-	(*ItemChange)(nil),              // 16: gardenbloom.memory.v1.ItemChange
-	(*DiffMemoryResponse)(nil),      // 17: gardenbloom.memory.v1.DiffMemoryResponse
-	(*ListHistoryRequest)(nil),      // 18: gardenbloom.memory.v1.ListHistoryRequest
-	(*ListHistoryResponse)(nil),     // 19: gardenbloom.memory.v1.ListHistoryResponse
-	(*GetAgentStatusRequest)(nil),   // 20: gardenbloom.memory.v1.GetAgentStatusRequest
-	(*LayerUsage)(nil),              // 21: gardenbloom.memory.v1.LayerUsage
-	(*GetAgentStatusResponse)(nil),  // 22: gardenbloom.memory.v1.GetAgentStatusResponse
-	nil,                             // 23: gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
-	nil,                             // 24: gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
-	nil,                             // 25: gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
-	nil,                             // 26: gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
-	(*StaleFact)(nil),               // 27: gardenbloom.memory.v1.StaleFact
-	(ReadMode)(0),                   // 28: gardenbloom.memory.v1.ReadMode
-	(*timestamppb.Timestamp)(nil),   // 29: google.protobuf.Timestamp
+	(*ListAgentsRequest)(nil),       // 1: gardenbloom.memory.v1.ListAgentsRequest
+	(*AgentSummary)(nil),            // 2: gardenbloom.memory.v1.AgentSummary
+	(*ListAgentsResponse)(nil),      // 3: gardenbloom.memory.v1.ListAgentsResponse
+	(*GetStaleFactsRequest)(nil),    // 4: gardenbloom.memory.v1.GetStaleFactsRequest
+	(*GetStaleFactsResponse)(nil),   // 5: gardenbloom.memory.v1.GetStaleFactsResponse
+	(*ReadMemoryRequest)(nil),       // 6: gardenbloom.memory.v1.ReadMemoryRequest
+	(*ReadOptions)(nil),             // 7: gardenbloom.memory.v1.ReadOptions
+	(*FileContent)(nil),             // 8: gardenbloom.memory.v1.FileContent
+	(*ReadMemoryResponse)(nil),      // 9: gardenbloom.memory.v1.ReadMemoryResponse
+	(*GetLayer2Request)(nil),        // 10: gardenbloom.memory.v1.GetLayer2Request
+	(*TimelineDay)(nil),             // 11: gardenbloom.memory.v1.TimelineDay
+	(*RunRecord)(nil),               // 12: gardenbloom.memory.v1.RunRecord
+	(*GetLayer2Response)(nil),       // 13: gardenbloom.memory.v1.GetLayer2Response
+	(*AssembleContextRequest)(nil),  // 14: gardenbloom.memory.v1.AssembleContextRequest
+	(*ContextSection)(nil),          // 15: gardenbloom.memory.v1.ContextSection
+	(*AssembleContextResponse)(nil), // 16: gardenbloom.memory.v1.AssembleContextResponse
+	(*DiffMemoryRequest)(nil),       // 17: gardenbloom.memory.v1.DiffMemoryRequest
+	(*DiffStats)(nil),               // 18: gardenbloom.memory.v1.DiffStats
+	(*ItemChange)(nil),              // 19: gardenbloom.memory.v1.ItemChange
+	(*DiffMemoryResponse)(nil),      // 20: gardenbloom.memory.v1.DiffMemoryResponse
+	(*ListHistoryRequest)(nil),      // 21: gardenbloom.memory.v1.ListHistoryRequest
+	(*ListHistoryResponse)(nil),     // 22: gardenbloom.memory.v1.ListHistoryResponse
+	(*GetAgentStatusRequest)(nil),   // 23: gardenbloom.memory.v1.GetAgentStatusRequest
+	(*LayerUsage)(nil),              // 24: gardenbloom.memory.v1.LayerUsage
+	(*GetAgentStatusResponse)(nil),  // 25: gardenbloom.memory.v1.GetAgentStatusResponse
+	nil,                             // 26: gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
+	nil,                             // 27: gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
+	nil,                             // 28: gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
+	nil,                             // 29: gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
 	(*MemoryMeta)(nil),              // 30: gardenbloom.memory.v1.MemoryMeta
-	(*Decision)(nil),                // 31: gardenbloom.memory.v1.Decision
-	(*Span)(nil),                    // 32: gardenbloom.memory.v1.Span
-	(ChangeKind)(0),                 // 33: gardenbloom.memory.v1.ChangeKind
-	(*CommitInfo)(nil),              // 34: gardenbloom.memory.v1.CommitInfo
+	(*StaleFact)(nil),               // 31: gardenbloom.memory.v1.StaleFact
+	(ReadMode)(0),                   // 32: gardenbloom.memory.v1.ReadMode
+	(*timestamppb.Timestamp)(nil),   // 33: google.protobuf.Timestamp
+	(*Decision)(nil),                // 34: gardenbloom.memory.v1.Decision
+	(*Span)(nil),                    // 35: gardenbloom.memory.v1.Span
+	(ChangeKind)(0),                 // 36: gardenbloom.memory.v1.ChangeKind
+	(*CommitInfo)(nil),              // 37: gardenbloom.memory.v1.CommitInfo
 }
 var file_gardenbloom_memory_v1_context_assembly_proto_depIdxs = []int32{
-	27, // 0: gardenbloom.memory.v1.GetStaleFactsResponse.facts:type_name -> gardenbloom.memory.v1.StaleFact
-	28, // 1: gardenbloom.memory.v1.ReadMemoryRequest.mode:type_name -> gardenbloom.memory.v1.ReadMode
-	28, // 2: gardenbloom.memory.v1.ReadMemoryRequest.depth:type_name -> gardenbloom.memory.v1.ReadMode
-	4,  // 3: gardenbloom.memory.v1.ReadMemoryRequest.options:type_name -> gardenbloom.memory.v1.ReadOptions
-	29, // 4: gardenbloom.memory.v1.ReadMemoryResponse.loaded_at:type_name -> google.protobuf.Timestamp
-	28, // 5: gardenbloom.memory.v1.ReadMemoryResponse.mode:type_name -> gardenbloom.memory.v1.ReadMode
-	23, // 6: gardenbloom.memory.v1.ReadMemoryResponse.content:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
-	5,  // 7: gardenbloom.memory.v1.ReadMemoryResponse.files:type_name -> gardenbloom.memory.v1.FileContent
-	30, // 8: gardenbloom.memory.v1.ReadMemoryResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
-	24, // 9: gardenbloom.memory.v1.ReadMemoryResponse.diffs:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
-	31, // 10: gardenbloom.memory.v1.GetLayer2Response.decisions:type_name -> gardenbloom.memory.v1.Decision
-	8,  // 11: gardenbloom.memory.v1.GetLayer2Response.timeline:type_name -> gardenbloom.memory.v1.TimelineDay
-	9,  // 12: gardenbloom.memory.v1.GetLayer2Response.runs:type_name -> gardenbloom.memory.v1.RunRecord
-	32, // 13: gardenbloom.memory.v1.ContextSection.span:type_name -> gardenbloom.memory.v1.Span
-	29, // 14: gardenbloom.memory.v1.AssembleContextResponse.assembled_at:type_name -> google.protobuf.Timestamp
-	12, // 15: gardenbloom.memory.v1.AssembleContextResponse.sections:type_name -> gardenbloom.memory.v1.ContextSection
-	25, // 16: gardenbloom.memory.v1.AssembleContextResponse.tokens_by_layer:type_name -> gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
-	0,  // 17: gardenbloom.memory.v1.DiffMemoryRequest.format:type_name -> gardenbloom.memory.v1.DiffFormat
-	33, // 18: gardenbloom.memory.v1.ItemChange.change:type_name -> gardenbloom.memory.v1.ChangeKind
-	29, // 19: gardenbloom.memory.v1.DiffMemoryResponse.from_date:type_name -> google.protobuf.Timestamp
-	29, // 20: gardenbloom.memory.v1.DiffMemoryResponse.to_date:type_name -> google.protobuf.Timestamp
-	26, // 21: gardenbloom.memory.v1.DiffMemoryResponse.diff:type_name -> gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
-	15, // 22: gardenbloom.memory.v1.DiffMemoryResponse.stats:type_name -> gardenbloom.memory.v1.DiffStats
-	16, // 23: gardenbloom.memory.v1.DiffMemoryResponse.changes:type_name -> gardenbloom.memory.v1.ItemChange
-	34, // 24: gardenbloom.memory.v1.ListHistoryResponse.commits:type_name -> gardenbloom.memory.v1.CommitInfo
-	30, // 25: gardenbloom.memory.v1.GetAgentStatusResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
-	21, // 26: gardenbloom.memory.v1.GetAgentStatusResponse.layer1:type_name -> gardenbloom.memory.v1.LayerUsage
-	3,  // 27: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:input_type -> gardenbloom.memory.v1.ReadMemoryRequest
-	7,  // 28: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:input_type -> gardenbloom.memory.v1.GetLayer2Request
-	11, // 29: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:input_type -> gardenbloom.memory.v1.AssembleContextRequest
-	14, // 30: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:input_type -> gardenbloom.memory.v1.DiffMemoryRequest
-	18, // 31: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:input_type -> gardenbloom.memory.v1.ListHistoryRequest
-	20, // 32: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:input_type -> gardenbloom.memory.v1.GetAgentStatusRequest
-	1,  // 33: gardenbloom.memory.v1.ContextAssemblyService.GetStaleFacts:input_type -> gardenbloom.memory.v1.GetStaleFactsRequest
-	6,  // 34: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:output_type -> gardenbloom.memory.v1.ReadMemoryResponse
-	10, // 35: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:output_type -> gardenbloom.memory.v1.GetLayer2Response
-	13, // 36: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:output_type -> gardenbloom.memory.v1.AssembleContextResponse
-	17, // 37: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:output_type -> gardenbloom.memory.v1.DiffMemoryResponse
-	19, // 38: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:output_type -> gardenbloom.memory.v1.ListHistoryResponse
-	22, // 39: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:output_type -> gardenbloom.memory.v1.GetAgentStatusResponse
-	2,  // 40: gardenbloom.memory.v1.ContextAssemblyService.GetStaleFacts:output_type -> gardenbloom.memory.v1.GetStaleFactsResponse
-	34, // [34:41] is the sub-list for method output_type
-	27, // [27:34] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	30, // 0: gardenbloom.memory.v1.AgentSummary.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
+	24, // 1: gardenbloom.memory.v1.AgentSummary.layer1:type_name -> gardenbloom.memory.v1.LayerUsage
+	2,  // 2: gardenbloom.memory.v1.ListAgentsResponse.agents:type_name -> gardenbloom.memory.v1.AgentSummary
+	31, // 3: gardenbloom.memory.v1.GetStaleFactsResponse.facts:type_name -> gardenbloom.memory.v1.StaleFact
+	32, // 4: gardenbloom.memory.v1.ReadMemoryRequest.mode:type_name -> gardenbloom.memory.v1.ReadMode
+	32, // 5: gardenbloom.memory.v1.ReadMemoryRequest.depth:type_name -> gardenbloom.memory.v1.ReadMode
+	7,  // 6: gardenbloom.memory.v1.ReadMemoryRequest.options:type_name -> gardenbloom.memory.v1.ReadOptions
+	33, // 7: gardenbloom.memory.v1.ReadMemoryResponse.loaded_at:type_name -> google.protobuf.Timestamp
+	32, // 8: gardenbloom.memory.v1.ReadMemoryResponse.mode:type_name -> gardenbloom.memory.v1.ReadMode
+	26, // 9: gardenbloom.memory.v1.ReadMemoryResponse.content:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.ContentEntry
+	8,  // 10: gardenbloom.memory.v1.ReadMemoryResponse.files:type_name -> gardenbloom.memory.v1.FileContent
+	30, // 11: gardenbloom.memory.v1.ReadMemoryResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
+	27, // 12: gardenbloom.memory.v1.ReadMemoryResponse.diffs:type_name -> gardenbloom.memory.v1.ReadMemoryResponse.DiffsEntry
+	34, // 13: gardenbloom.memory.v1.GetLayer2Response.decisions:type_name -> gardenbloom.memory.v1.Decision
+	11, // 14: gardenbloom.memory.v1.GetLayer2Response.timeline:type_name -> gardenbloom.memory.v1.TimelineDay
+	12, // 15: gardenbloom.memory.v1.GetLayer2Response.runs:type_name -> gardenbloom.memory.v1.RunRecord
+	35, // 16: gardenbloom.memory.v1.ContextSection.span:type_name -> gardenbloom.memory.v1.Span
+	33, // 17: gardenbloom.memory.v1.AssembleContextResponse.assembled_at:type_name -> google.protobuf.Timestamp
+	15, // 18: gardenbloom.memory.v1.AssembleContextResponse.sections:type_name -> gardenbloom.memory.v1.ContextSection
+	28, // 19: gardenbloom.memory.v1.AssembleContextResponse.tokens_by_layer:type_name -> gardenbloom.memory.v1.AssembleContextResponse.TokensByLayerEntry
+	0,  // 20: gardenbloom.memory.v1.DiffMemoryRequest.format:type_name -> gardenbloom.memory.v1.DiffFormat
+	36, // 21: gardenbloom.memory.v1.ItemChange.change:type_name -> gardenbloom.memory.v1.ChangeKind
+	33, // 22: gardenbloom.memory.v1.DiffMemoryResponse.from_date:type_name -> google.protobuf.Timestamp
+	33, // 23: gardenbloom.memory.v1.DiffMemoryResponse.to_date:type_name -> google.protobuf.Timestamp
+	29, // 24: gardenbloom.memory.v1.DiffMemoryResponse.diff:type_name -> gardenbloom.memory.v1.DiffMemoryResponse.DiffEntry
+	18, // 25: gardenbloom.memory.v1.DiffMemoryResponse.stats:type_name -> gardenbloom.memory.v1.DiffStats
+	19, // 26: gardenbloom.memory.v1.DiffMemoryResponse.changes:type_name -> gardenbloom.memory.v1.ItemChange
+	37, // 27: gardenbloom.memory.v1.ListHistoryResponse.commits:type_name -> gardenbloom.memory.v1.CommitInfo
+	30, // 28: gardenbloom.memory.v1.GetAgentStatusResponse.meta:type_name -> gardenbloom.memory.v1.MemoryMeta
+	24, // 29: gardenbloom.memory.v1.GetAgentStatusResponse.layer1:type_name -> gardenbloom.memory.v1.LayerUsage
+	6,  // 30: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:input_type -> gardenbloom.memory.v1.ReadMemoryRequest
+	10, // 31: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:input_type -> gardenbloom.memory.v1.GetLayer2Request
+	14, // 32: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:input_type -> gardenbloom.memory.v1.AssembleContextRequest
+	17, // 33: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:input_type -> gardenbloom.memory.v1.DiffMemoryRequest
+	21, // 34: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:input_type -> gardenbloom.memory.v1.ListHistoryRequest
+	23, // 35: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:input_type -> gardenbloom.memory.v1.GetAgentStatusRequest
+	1,  // 36: gardenbloom.memory.v1.ContextAssemblyService.ListAgents:input_type -> gardenbloom.memory.v1.ListAgentsRequest
+	4,  // 37: gardenbloom.memory.v1.ContextAssemblyService.GetStaleFacts:input_type -> gardenbloom.memory.v1.GetStaleFactsRequest
+	9,  // 38: gardenbloom.memory.v1.ContextAssemblyService.ReadMemory:output_type -> gardenbloom.memory.v1.ReadMemoryResponse
+	13, // 39: gardenbloom.memory.v1.ContextAssemblyService.GetLayer2:output_type -> gardenbloom.memory.v1.GetLayer2Response
+	16, // 40: gardenbloom.memory.v1.ContextAssemblyService.AssembleContext:output_type -> gardenbloom.memory.v1.AssembleContextResponse
+	20, // 41: gardenbloom.memory.v1.ContextAssemblyService.DiffMemory:output_type -> gardenbloom.memory.v1.DiffMemoryResponse
+	22, // 42: gardenbloom.memory.v1.ContextAssemblyService.ListHistory:output_type -> gardenbloom.memory.v1.ListHistoryResponse
+	25, // 43: gardenbloom.memory.v1.ContextAssemblyService.GetAgentStatus:output_type -> gardenbloom.memory.v1.GetAgentStatusResponse
+	3,  // 44: gardenbloom.memory.v1.ContextAssemblyService.ListAgents:output_type -> gardenbloom.memory.v1.ListAgentsResponse
+	5,  // 45: gardenbloom.memory.v1.ContextAssemblyService.GetStaleFacts:output_type -> gardenbloom.memory.v1.GetStaleFactsResponse
+	38, // [38:46] is the sub-list for method output_type
+	30, // [30:38] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_gardenbloom_memory_v1_context_assembly_proto_init() }
@@ -2284,7 +2514,7 @@ func file_gardenbloom_memory_v1_context_assembly_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gardenbloom_memory_v1_context_assembly_proto_rawDesc), len(file_gardenbloom_memory_v1_context_assembly_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   26,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

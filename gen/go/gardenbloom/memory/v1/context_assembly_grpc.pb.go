@@ -25,6 +25,7 @@ const (
 	ContextAssemblyService_DiffMemory_FullMethodName      = "/gardenbloom.memory.v1.ContextAssemblyService/DiffMemory"
 	ContextAssemblyService_ListHistory_FullMethodName     = "/gardenbloom.memory.v1.ContextAssemblyService/ListHistory"
 	ContextAssemblyService_GetAgentStatus_FullMethodName  = "/gardenbloom.memory.v1.ContextAssemblyService/GetAgentStatus"
+	ContextAssemblyService_ListAgents_FullMethodName      = "/gardenbloom.memory.v1.ContextAssemblyService/ListAgents"
 	ContextAssemblyService_GetStaleFacts_FullMethodName   = "/gardenbloom.memory.v1.ContextAssemblyService/GetStaleFacts"
 )
 
@@ -50,6 +51,11 @@ type ContextAssemblyServiceClient interface {
 	// An agent's memory at a glance: version, head commit, Layer 1 token use
 	// against the hard limits (DiffMem adapter `status`).
 	GetAgentStatus(ctx context.Context, in *GetAgentStatusRequest, opts ...grpc.CallOption) (*GetAgentStatusResponse, error)
+	// The agents with memory at a commit (the folders of memory/), each with
+	// its meta.json and Layer 1 token use against the hard limits, in id
+	// order: what a console or a script lists first. An agent token sees
+	// only its agents.
+	ListAgents(ctx context.Context, in *ListAgentsRequest, opts ...grpc.CallOption) (*ListAgentsResponse, error)
 	// Facts whose TTL has run out, or that are marked stale (memory-bridge §4
 	// get_stale_facts), oldest expiry first.
 	GetStaleFacts(ctx context.Context, in *GetStaleFactsRequest, opts ...grpc.CallOption) (*GetStaleFactsResponse, error)
@@ -123,6 +129,16 @@ func (c *contextAssemblyServiceClient) GetAgentStatus(ctx context.Context, in *G
 	return out, nil
 }
 
+func (c *contextAssemblyServiceClient) ListAgents(ctx context.Context, in *ListAgentsRequest, opts ...grpc.CallOption) (*ListAgentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAgentsResponse)
+	err := c.cc.Invoke(ctx, ContextAssemblyService_ListAgents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *contextAssemblyServiceClient) GetStaleFacts(ctx context.Context, in *GetStaleFactsRequest, opts ...grpc.CallOption) (*GetStaleFactsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetStaleFactsResponse)
@@ -155,6 +171,11 @@ type ContextAssemblyServiceServer interface {
 	// An agent's memory at a glance: version, head commit, Layer 1 token use
 	// against the hard limits (DiffMem adapter `status`).
 	GetAgentStatus(context.Context, *GetAgentStatusRequest) (*GetAgentStatusResponse, error)
+	// The agents with memory at a commit (the folders of memory/), each with
+	// its meta.json and Layer 1 token use against the hard limits, in id
+	// order: what a console or a script lists first. An agent token sees
+	// only its agents.
+	ListAgents(context.Context, *ListAgentsRequest) (*ListAgentsResponse, error)
 	// Facts whose TTL has run out, or that are marked stale (memory-bridge §4
 	// get_stale_facts), oldest expiry first.
 	GetStaleFacts(context.Context, *GetStaleFactsRequest) (*GetStaleFactsResponse, error)
@@ -185,6 +206,9 @@ func (UnimplementedContextAssemblyServiceServer) ListHistory(context.Context, *L
 }
 func (UnimplementedContextAssemblyServiceServer) GetAgentStatus(context.Context, *GetAgentStatusRequest) (*GetAgentStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetAgentStatus not implemented")
+}
+func (UnimplementedContextAssemblyServiceServer) ListAgents(context.Context, *ListAgentsRequest) (*ListAgentsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAgents not implemented")
 }
 func (UnimplementedContextAssemblyServiceServer) GetStaleFacts(context.Context, *GetStaleFactsRequest) (*GetStaleFactsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetStaleFacts not implemented")
@@ -319,6 +343,24 @@ func _ContextAssemblyService_GetAgentStatus_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ContextAssemblyService_ListAgents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAgentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ContextAssemblyServiceServer).ListAgents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ContextAssemblyService_ListAgents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ContextAssemblyServiceServer).ListAgents(ctx, req.(*ListAgentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ContextAssemblyService_GetStaleFacts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetStaleFactsRequest)
 	if err := dec(in); err != nil {
@@ -367,6 +409,10 @@ var ContextAssemblyService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetAgentStatus",
 			Handler:    _ContextAssemblyService_GetAgentStatus_Handler,
+		},
+		{
+			MethodName: "ListAgents",
+			Handler:    _ContextAssemblyService_ListAgents_Handler,
 		},
 		{
 			MethodName: "GetStaleFacts",
