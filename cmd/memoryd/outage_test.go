@@ -42,7 +42,8 @@ func TestObjectStoreOutage(t *testing.T) {
 	objects, err := blob.NewS3(context.Background(), url, blobtest.MinIOEnv)
 	require.NoError(t, err)
 
-	d := &deployment{dataDir: dataDir}
+	d := &deployment{dataDir: dataDir, httpAddr: p.httpAddr}
+	waitObjectStoreUp(t, d)
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization",
 		"Bearer "+token(t, d, auth.RoleAdmin, auth.RoleService, auth.RoleReviewer))
 	conn := dial(t, p.grpcAddr)
@@ -163,6 +164,8 @@ func TestStartsWithoutObjectStore(t *testing.T) {
 	}
 
 	first := startBinaryEnv(t, s3Env, dataDir, "--target=all", "--objects-url", url, "--auto-approve-default")
+	d.httpAddr = first.httpAddr
+	waitObjectStoreUp(t, d)
 	tok = token(t, d, auth.RoleAdmin, auth.RoleService, auth.RoleReviewer)
 	ctx = metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+tok)
 	pa := memoryv1.NewProposalApplyServiceClient(dial(t, first.grpcAddr))
@@ -366,4 +369,19 @@ func TestDiskFull(t *testing.T) {
 	applied(after.ProposalID)
 	r = edgeCall(t, d, "GET", "/memory/full-disk/read?mode=wide", nil, tok)
 	require.Contains(t, r.raw, "written after space returned")
+}
+
+// waitObjectStoreUp waits until /health reports the object store
+// available. A process whose first probe of a just-started MinIO times out
+// (a loaded machine) starts with the store down and finds it again within
+// a second; the outage tests begin from a store that is up.
+func waitObjectStoreUp(t *testing.T, d *deployment) {
+	t.Helper()
+	var health map[string]any
+	require.Eventually(t, func() bool {
+		_, health = jsonCall(t, d, "GET", "/health", "", "")
+		deps, _ := health["dependencies"].(map[string]any)
+		store, _ := deps["object-store"].(map[string]any)
+		return store["status"] == "SERVING"
+	}, 30*time.Second, 50*time.Millisecond, "the object store is up: %v", health)
 }
