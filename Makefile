@@ -263,6 +263,24 @@ soak: build
 bench-ingest: build
 	$(GO) run ./cmd/membench ingest --memoryd $(BIN)/memoryd --memctl $(BIN)/memctl $(BENCH_FLAGS)
 
+## bench-console: membench console — issue #28's done-when line: every review
+## console page (Agents, an agent's tabs, History, a commit diff, Inbox, a
+## proposal, …) signed in like a browser against bin/memoryd --target=all on
+## 1,000 generated agents; 200 sequential GETs per page after 20 warm-ups,
+## budget p95 <= 50 ms and every answer 200. Results in bench/results/console-*.
+.PHONY: bench-console
+bench-console: build
+	$(GO) run ./cmd/membench console --memoryd $(BIN)/memoryd $(BENCH_FLAGS)
+
+## screenshots: the README's pictures of the review console — the Chromium
+## test (TestConsoleInABrowser) against a real memoryd writes agents, agent,
+## inbox, proposal, entity, decisions and search at 1280x800 and inbox-phone
+## at phone width to docs/screenshots/*.png. Needs Debian chromium.
+.PHONY: screenshots
+screenshots:
+	@command -v chromium >/dev/null || { echo "make screenshots needs chromium (apt-get install chromium)"; exit 1; }
+	CONSOLE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test ./cmd/memoryd/ -run '^TestConsoleInABrowser$$' -count=1
+
 ## bench-go: the Go micro-benchmarks (figures, never pass/fail in unit tests)
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

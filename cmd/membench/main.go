@@ -5,6 +5,7 @@
 //	membench soak --duration 10m             memory of memoryd under a long mixed load (fails on growth or errors)
 //	membench slowclients                     2,000 slow-body connections cut in time while reads stay fast
 //	membench ingest                          1,000 episodes through memctl ingest --wait (episodes/s, median of runs)
+//	membench console                         every review console page's p95 with 1,000 agents (budget 50 ms)
 //
 // The data sets are not part of the product: when --data has no data set the
 // command says so and exits 0, so `make bench-quality` is safe anywhere.
@@ -27,7 +28,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: membench quality --data DIR | membench perf [flags] | membench soak [flags] | membench slowclients [flags] | membench ingest [flags]")
+		return fmt.Errorf("usage: membench quality --data DIR | membench perf [flags] | membench soak [flags] | membench slowclients [flags] | membench ingest [flags] | membench console [flags]")
 	}
 	switch args[0] {
 	case "quality":
@@ -46,6 +47,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return slowClients(ctx, args[1:], out)
 	case "ingest":
 		return ingestBench(ctx, args[1:], out)
+	case "console":
+		return consoleBench(ctx, args[1:], out)
 	default:
 		return fmt.Errorf("unknown command %q (want quality or perf)", args[0])
 	}

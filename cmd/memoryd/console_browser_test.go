@@ -25,6 +25,12 @@ import (
 	"github.com/garden-bloom/memory/pkg/auth"
 )
 
+// The screenshots' size (make screenshots): the README's pictures.
+const (
+	screenshotWidth  = 1280
+	screenshotHeight = 800
+)
+
 // consoleBrowser is browser() with time for a whole review session.
 func consoleBrowser(t *testing.T) context.Context {
 	t.Helper()
@@ -33,7 +39,7 @@ func consoleBrowser(t *testing.T) context.Context {
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true),
-		chromedp.WindowSize(1280, 900),
+		chromedp.WindowSize(screenshotWidth, screenshotHeight),
 		chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
@@ -98,6 +104,11 @@ func fact(section, text string) *memoryv1.FileUpdate {
 	return &memoryv1.FileUpdate{File: "facts.md", Operation: memoryv1.Operation_OPERATION_APPEND, Section: section, Content: text}
 }
 
+// decisionID is the entity id the graph gives a decision added today.
+func decisionID(title string) string {
+	return "decision-" + time.Now().UTC().Format("2006-01-02") + "-" + strings.ReplaceAll(strings.ToLower(title), " ", "-")
+}
+
 func newConsoleFixture(t *testing.T) *consoleFixture {
 	d := startInProcessWith(t, "--console-poll", "300ms")
 	f := &consoleFixture{d: d, base: "http://" + d.httpAddr,
@@ -114,6 +125,9 @@ func newConsoleFixture(t *testing.T) *consoleFixture {
 		{File: "open_loops.md", Operation: memoryv1.Operation_OPERATION_OPEN, Content: "Confirm the backup schedule", LoopPriority: memoryv1.LoopPriority_LOOP_PRIORITY_HIGH},
 		{File: "decisions.md", Operation: memoryv1.Operation_OPERATION_ADD_DECISION, Decision: &memoryv1.Decision{Title: "Use MinIO for sources",
 			Context: "Sources need a store.", Decision: "Keep sources in MinIO.", Rationale: "It is already deployed.", Consequences: "One more bucket."}},
+		{File: "decisions.md", Operation: memoryv1.Operation_OPERATION_ADD_DECISION, Decision: &memoryv1.Decision{Title: "Version every source bucket",
+			Context: "Sources live in MinIO ([[" + decisionID("Use MinIO for sources") + "]]).", Decision: "Turn on bucket versioning.",
+			Rationale: "A source must be readable as it was.", Consequences: "Old versions cost space."}},
 	}}))
 	f.applied(t, f.propose(t, &memoryv1.ProposeRequest{AgentId: "other", RunId: "run_o1", Updates: []*memoryv1.FileUpdate{
 		{File: "snapshot.md", Operation: memoryv1.Operation_OPERATION_REPLACE, Content: "# Snapshot: other\n\n## Role\nSomeone else.\n"}}}))
@@ -225,15 +239,16 @@ func (b in) markSurvived() {
 	require.True(b.t, b.eval(`window.__noReload === true`), "the page updated itself, without a reload")
 }
 
-// screenshot writes the page to $CONSOLE_SCREENSHOTS/<name>.png when that
-// is set (make screenshots): the README's pictures come from this test.
+// screenshot writes what the window shows (1280×800, or the phone's
+// viewport) to $CONSOLE_SCREENSHOTS/<name>.png when that is set (make
+// screenshots): the README's pictures come from this test.
 func (b in) screenshot(name string) {
 	b.t.Helper()
 	dir := os.Getenv("CONSOLE_SCREENSHOTS")
 	if dir == "" {
 		return
 	}
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 	require.NoError(b.t, err)
 	require.NoError(b.t, os.MkdirAll(dir, 0o755))
 	require.NoError(b.t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
@@ -260,6 +275,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	f := newConsoleFixture(t)
 	b := in{t: t, ctx: ctx, base: f.base}
 	log := watchConsole(ctx)
+	b.do(chromedp.EmulateViewport(screenshotWidth, screenshotHeight))
 
 	// The reviewUrl of a proposal is its console page; signed out, it
 	// leads through sign-in and back.
@@ -269,7 +285,6 @@ func TestConsoleInABrowser(t *testing.T) {
 	require.Equal(t, "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 		resp.Headers["Content-Security-Policy"], "the sign-in page has the strict CSP")
 	require.Contains(t, b.location(), "/ui/login?next=")
-	b.screenshot("login")
 	// Pasted as make run prints it.
 	b.do(chromedp.SetValue(chromedp.CSS("#token"), "export TOKEN="+f.admin), chromedp.Click(chromedp.CSS("form[action='/ui/login'] button[type=submit]")),
 		chromedp.WaitVisible(chromedp.CSS("#approve")))
@@ -292,7 +307,8 @@ func TestConsoleInABrowser(t *testing.T) {
 		require.True(t, b.eval(`document.querySelector('li[data-agent="other"]') !== null`))
 		require.Contains(t, b.text(`li[data-agent="curator"]`), "3 waiting")
 		require.Contains(t, b.text(`li[data-agent="curator"]`), "1 open loop")
-		require.Contains(t, b.text(`li[data-agent="curator"]`), "last commit")
+		require.Contains(t, b.text(`li[data-agent="curator"]`), "updated", "the age of meta.json's last update")
+		require.Contains(t, b.text("main"), "2 agents with memory", "ListAgents' total")
 		b.do(chromedp.SetValue(chromedp.CSS("#q"), "cur"), chromedp.Submit(chromedp.CSS("#q")), chromedp.WaitNotPresent(chromedp.CSS(`li[data-agent="other"]`)))
 		require.True(t, b.eval(`document.querySelector('li[data-agent="curator"]') !== null`), "filtered, not emptied")
 	})
@@ -308,12 +324,51 @@ func TestConsoleInABrowser(t *testing.T) {
 		} {
 			b.open("/ui/agents/curator?tab="+tab, "#tab-"+tab+"-body")
 			require.Contains(t, b.text("#tab-"+tab+"-body"), want, tab)
-			b.screenshot("agent-" + tab)
+			if tab == "facts" {
+				b.screenshot("agent")
+			}
 		}
 		b.open("/ui/agents/curator?tab=facts", "#tab-facts-body")
 		require.Contains(t, b.text("#tab-facts-body h2"), "Technical", "facts by section")
 		b.open("/ui/agents/curator?tab=loops", "#tab-loops-body")
 		require.Contains(t, b.text("#tab-loops-body h2"), "high", "loops by priority")
+	})
+
+	t.Run("search, an entity and a decision chain", func(t *testing.T) {
+		eg := memoryv1.NewEntityGraphServiceClient(dial(t, f.d.grpcAddr[serviceNames[2]]))
+		si := memoryv1.NewSearchIndexServiceClient(dial(t, f.d.grpcAddr[serviceNames[1]]))
+		decision, later := decisionID("Use MinIO for sources"), decisionID("Version every source bucket")
+		require.Eventually(t, func() bool {
+			hits, err := si.Search(asCaller(f.admin), &memoryv1.SearchRequest{Query: "greenhouses"})
+			require.NoError(t, err)
+			ents, err := eg.ListEntities(asCaller(f.admin), &memoryv1.ListEntitiesRequest{Type: memoryv1.EntityType_ENTITY_TYPE_DECISION})
+			require.NoError(t, err)
+			return len(hits.GetResults()) > 0 && len(ents.GetEntities()) == 2
+		}, 20*time.Second, 50*time.Millisecond, "the index and the graph follow the seed commit")
+
+		// The header's query box, on any page.
+		b.open("/ui/inbox", "#top-q")
+		b.do(chromedp.SetValue(chromedp.CSS("#top-q"), "greenhouses"), chromedp.Submit(chromedp.CSS("#top-q")),
+			chromedp.WaitVisible(chromedp.CSS("ol.hits mark")))
+		require.Equal(t, "greenhouses", strings.ToLower(b.text("ol.hits mark")), "the match is marked")
+		require.Contains(t, b.text("ol.hits"), "three greenhouses")
+		b.screenshot("search")
+		b.do(chromedp.Click(chromedp.CSS("ol.hits h2 a")), chromedp.WaitVisible(chromedp.CSS("#tab-facts-body")))
+		require.Contains(t, b.text("#tab-facts-body"), "The garden has three greenhouses", "a hit links to its file's tab")
+
+		b.open("/ui/entities?type=decision", `li[data-entity="`+decision+`"]`)
+		b.do(chromedp.Click(chromedp.CSS(`li[data-entity="`+decision+`"] a`)), chromedp.WaitVisible(chromedp.CSS("figure.picture svg.gb-timeline")))
+		require.True(t, b.eval(`document.querySelectorAll("figure.picture svg.gb-timeline .bar").length > 0`), "the relations drawn as bars")
+		require.True(t, b.eval(`document.querySelectorAll("table.edges tbody tr").length > 0`), "and listed with valid_from / valid_to")
+		b.screenshot("entity")
+
+		b.open("/ui/decisions?id="+url.QueryEscape(later), "figure.picture svg.gb-chain")
+		require.Contains(t, b.text("ol.chain"), "Version every source bucket")
+		require.Contains(t, b.text("ol.chain"), "Use MinIO for sources", "and the decision it builds on")
+		require.True(t, b.eval(`document.querySelector("figure.picture svg.gb-chain > title").textContent.includes("Version every source bucket")`), "the chain's picture names it")
+		require.True(t, b.eval(`document.querySelectorAll("figure.picture svg.gb-chain .edge").length > 0`), "an arrow to what it builds on")
+		b.screenshot("decisions")
+		require.Empty(t, log.problems(), "inline SVG under the strict CSP: no violation")
 	})
 
 	var seedSHA string
@@ -324,9 +379,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		seedSHA = sha
 		b.do(chromedp.Click(chromedp.CSS(`table.history tbody tr a[href*="/commits/"]`)), chromedp.WaitVisible(chromedp.CSS("table.diff.unified")))
 		require.Contains(t, b.text("main"), "+- MinIO bucket mcpstorage has versioning on")
-		b.screenshot("commit-unified")
 		b.do(chromedp.Click(chromedp.CSS("#view-split")), chromedp.WaitVisible(chromedp.CSS("table.diff.split")))
-		b.screenshot("commit-split")
 		b.do(chromedp.Click(chromedp.CSS(`a[href*="at="]`)), chromedp.WaitVisible(chromedp.CSS("#as-of")))
 		require.Contains(t, b.text("#tab-snapshot-body"), "Curator of the garden's memory.", "memory as of the commit")
 	})
@@ -418,12 +471,12 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	t.Run("phone width and dark", func(t *testing.T) {
 		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
-		for _, p := range []string{"/ui/", "/ui/inbox", "/ui/agents/curator?tab=history", "/ui/proposals/" + f.policy} {
+		for _, p := range []string{"/ui/", "/ui/inbox", "/ui/agents/curator?tab=history", "/ui/proposals/" + f.policy, "/ui/search?q=greenhouses", "/ui/decisions?query=MinIO"} {
 			b.open(p, "main")
 			require.True(t, b.eval(`document.documentElement.scrollWidth <= window.innerWidth`), "no sideways scrolling at 390 px: %s", p)
 		}
 		b.screenshot("inbox-phone")
-		b.do(chromedp.ResetViewport())
+		b.do(chromedp.EmulateViewport(screenshotWidth, screenshotHeight))
 		light, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
 		require.NoError(t, err)
 		_, err = chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
@@ -431,7 +484,6 @@ func TestConsoleInABrowser(t *testing.T) {
 		dark, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
 		require.NoError(t, err)
 		require.NotEqual(t, light, dark, "a dark scheme")
-		b.screenshot("proposal-dark")
 		_, err = chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
 		require.NoError(t, err)
 	})

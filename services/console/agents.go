@@ -5,32 +5,15 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
-	"github.com/garden-bloom/memory/pkg/auth"
-	"github.com/garden-bloom/memory/pkg/authz"
 )
 
-// agentsPerPage is how many agents one Agents page shows (each costs two
-// calls).
+// agentsPerPage is how many agents one Agents page shows: one ListAgents
+// page, so a page costs one call however many agents there are.
 const agentsPerPage = 50
-
-// fanOut bounds the calls one page makes at the same time.
-const fanOut = 8
-
-// The discovery bounds: pages of ListEntities and of ListProposals read to
-// find the agents a caller who may see every agent has.
-const (
-	discoverEntityPages   = 4
-	discoverProposalPages = 4
-)
 
 // gauge is one Layer 1 file's tokens against its hard limit.
 type gauge struct {
@@ -45,16 +28,17 @@ type gauge struct {
 type agentRow struct {
 	ID        string
 	Gauges    []gauge
-	Layer1    int32
-	Layer1Max int32
 	Version   int32
 	OpenLoops int32
+	LastRun   string
 	Waiting   int
-	Commit    *memoryv1.CommitInfo
-	Age       string
-	// Error is why the agent's memory could not be read (e.g. a reviewer
-	// token, which may review proposals but not read memory).
-	Error string
+	// Updated is meta.json's last_update (zero when never written), Age
+	// how long ago that was.
+	Updated time.Time
+	Age     string
+	// NoMemory: the agent has waiting proposals but no memory folder yet
+	// (its first proposal was not applied), so ListAgents does not list it.
+	NoMemory bool
 }
 
 // agentsView is the Agents page's data.
@@ -62,55 +46,46 @@ type agentsView struct {
 	Query       string
 	OnlyWaiting bool
 	Rows        []agentRow
-	Total       int
-	Page, Pages int
-	PrevURL     string
-	NextURL     string
-	// Discovered: the caller may see every agent, and no RPC lists agents,
-	// so the list is what the proposals and the entity graph name.
-	Discovered bool
-	Notes      []string
+	// Total is how many agents with memory match the query (ListAgents'
+	// total_size); Shown how many rows this page has before "only waiting".
+	Total     int
+	Shown     int
+	FirstURL  string
+	NextURL   string
+	PageToken string
 }
 
 // agentsPage lists the agents the caller may see, with their Layer 1
-// gauges, waiting proposals, open loops and last commit.
+// gauges, waiting proposals, open loops and last update. A page is one
+// ListAgents call (the service decides which agents the caller sees) plus
+// the waiting proposals.
 func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request, c *caller) {
 	ctx, cancel := s.call(r, c)
 	defer cancel()
 	q := r.URL.Query()
-	v := agentsView{Query: strings.TrimSpace(q.Get("q")), OnlyWaiting: q.Get("waiting") == "1"}
+	v := agentsView{Query: strings.TrimSpace(q.Get("q")), OnlyWaiting: q.Get("waiting") == "1", PageToken: q.Get("page_token")}
 
-	waiting, _, err := s.waiting(ctx, "", waitingStatuses)
+	resp, err := s.clients.ContextAssembly.ListAgents(ctx, &memoryv1.ListAgentsRequest{Query: v.Query, PageSize: agentsPerPage, PageToken: v.PageToken})
 	if err != nil {
 		s.callFailed(w, r, c, err, "")
 		return
 	}
-	waitingBy := map[string]int{}
-	for _, p := range waiting {
-		waitingBy[p.GetAgentId()]++
+	waitingBy, err := s.waitingByAgent(ctx)
+	if err != nil {
+		s.callFailed(w, r, c, err, "")
+		return
 	}
-	ids, discovered, notes := s.agentIDs(ctx, c.claims)
-	for id := range waitingBy {
-		if !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
+	v.Total = int(resp.GetTotalSize())
+	v.Rows = agentRows(resp.GetAgents(), waitingBy, s.opts.Now())
+	v.Rows = append(v.Rows, agentsWithoutMemory(waitingBy, v.Rows, v.Query, v.PageToken, resp.GetNextPageToken())...)
+	slices.SortFunc(v.Rows, func(a, b agentRow) int { return strings.Compare(a.ID, b.ID) })
+	v.Shown = len(v.Rows)
+	if v.OnlyWaiting {
+		// Filters this page's rows: the service lists agents, not their
+		// proposals, so "only waiting" cannot page on its own.
+		v.Rows = slices.DeleteFunc(v.Rows, func(row agentRow) bool { return row.Waiting == 0 })
 	}
-	slices.Sort(ids)
-	v.Discovered, v.Notes = discovered, notes
-	ids = slices.DeleteFunc(ids, func(id string) bool {
-		return (v.Query != "" && !strings.Contains(id, strings.ToLower(v.Query))) || (v.OnlyWaiting && waitingBy[id] == 0)
-	})
-	v.Total = len(ids)
-	v.Pages = max(1, (len(ids)+agentsPerPage-1)/agentsPerPage)
-	v.Page, _ = strconv.Atoi(q.Get("page"))
-	v.Page = min(max(v.Page, 1), v.Pages)
-	lo := (v.Page - 1) * agentsPerPage
-	pageIDs := ids[lo:min(lo+agentsPerPage, len(ids))]
-	v.Rows = s.agentRows(ctx, pageIDs)
-	for i := range v.Rows {
-		v.Rows[i].Waiting = waitingBy[v.Rows[i].ID]
-	}
-	link := func(page int) string {
+	link := func(token string) string {
 		u := url.Values{}
 		if v.Query != "" {
 			u.Set("q", v.Query)
@@ -118,105 +93,70 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request, c *caller) {
 		if v.OnlyWaiting {
 			u.Set("waiting", "1")
 		}
-		u.Set("page", strconv.Itoa(page))
+		if token != "" {
+			u.Set("page_token", token)
+		}
+		if len(u) == 0 {
+			return Path
+		}
 		return Path + "?" + u.Encode()
 	}
-	if v.Page > 1 {
-		v.PrevURL = link(v.Page - 1)
+	if v.PageToken != "" {
+		v.FirstURL = link("")
 	}
-	if v.Page < v.Pages {
-		v.NextURL = link(v.Page + 1)
+	if next := resp.GetNextPageToken(); next != "" {
+		v.NextURL = link(next)
 	}
 	d := base(c, "Agents", "agents")
 	d.Data = v
 	s.render(w, r, http.StatusOK, "agents", d)
 }
 
-// agentIDs lists the agents the caller may see. A token that names its
-// agents sees those. A token that reaches every agent gets the agents the
-// entity graph and the proposals name (discovered = true): no RPC lists
-// every agent.
-func (s *Server) agentIDs(ctx context.Context, claims *auth.Claims) (ids []string, discovered bool, notes []string) {
-	if named := authz.VisibleAgents(claims); named != nil {
-		return slices.Clone(named), false, nil
+// waitingByAgent counts the caller's waiting proposals per agent.
+func (s *Server) waitingByAgent(ctx context.Context) (map[string]int, error) {
+	waiting, _, err := s.waiting(ctx, "", waitingStatuses)
+	if err != nil {
+		return nil, err
 	}
-	seen := map[string]bool{}
-	token := ""
-	for range discoverEntityPages {
-		resp, err := s.clients.EntityGraph.ListEntities(ctx, &memoryv1.ListEntitiesRequest{Type: memoryv1.EntityType_ENTITY_TYPE_AGENT, PageSize: listPage, PageToken: token})
-		if err != nil {
-			if status.Code(err) != codes.PermissionDenied {
-				notes = append(notes, "The entity graph did not answer: "+status.Convert(err).Message())
-			}
-			break
-		}
-		for _, e := range resp.GetEntities() {
-			seen[e.GetEntityId()] = true
-		}
-		if token = resp.GetNextPageToken(); token == "" {
-			break
-		}
+	by := map[string]int{}
+	for _, p := range waiting {
+		by[p.GetAgentId()]++
 	}
-	token = ""
-	for range discoverProposalPages {
-		resp, err := s.clients.ProposalApply.ListProposals(ctx, &memoryv1.ListProposalsRequest{PageSize: listPage, PageToken: token})
-		if err != nil {
-			notes = append(notes, "The proposal list did not answer: "+status.Convert(err).Message())
-			break
-		}
-		for _, p := range resp.GetProposals() {
-			seen[p.GetAgentId()] = true
-		}
-		if token = resp.GetNextPageToken(); token == "" {
-			break
-		}
-	}
-	for id := range seen {
-		ids = append(ids, id)
-	}
-	return ids, true, notes
+	return by, nil
 }
 
-// agentRows reads each agent's status and last commit, a few at a time.
-func (s *Server) agentRows(ctx context.Context, ids []string) []agentRow {
-	rows := make([]agentRow, len(ids))
-	sem := make(chan struct{}, fanOut)
-	var wg sync.WaitGroup
-	now := s.opts.Now()
-	for i, id := range ids {
-		rows[i].ID = id
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			s.fillAgentRow(ctx, &rows[i], now)
-		})
+// agentRows turns ListAgents' summaries into rows.
+func agentRows(agents []*memoryv1.AgentSummary, waitingBy map[string]int, now time.Time) []agentRow {
+	rows := make([]agentRow, 0, len(agents))
+	for _, a := range agents {
+		m := a.GetMeta()
+		row := agentRow{ID: a.GetAgentId(), Gauges: gauges(a.GetLayer1()), Version: m.GetVersion(), OpenLoops: m.GetOpenLoopsCount(),
+			LastRun: m.GetLastRunId(), Waiting: waitingBy[a.GetAgentId()]}
+		if m.GetLastUpdate() != nil {
+			row.Updated = m.GetLastUpdate().AsTime()
+			row.Age = ago(now, row.Updated)
+		}
+		rows = append(rows, row)
 	}
-	wg.Wait()
 	return rows
 }
 
-// fillAgentRow reads one agent's status and last commit into row.
-func (s *Server) fillAgentRow(ctx context.Context, row *agentRow, now time.Time) {
-	st, err := s.clients.ContextAssembly.GetAgentStatus(ctx, &memoryv1.GetAgentStatusRequest{AgentId: row.ID})
-	if err != nil {
-		row.Error = status.Convert(err).Message()
-		return
+// agentsWithoutMemory are the agents with waiting proposals that ListAgents
+// cannot list (no memory folder yet) and that belong on this page: pages
+// are ranges of agent ids, (after, next] — or (after, ∞) on the last page.
+func agentsWithoutMemory(waitingBy map[string]int, listed []agentRow, query, after, next string) []agentRow {
+	var out []agentRow
+	for id, n := range waitingBy {
+		if slices.ContainsFunc(listed, func(row agentRow) bool { return row.ID == id }) ||
+			!strings.Contains(strings.ToLower(id), strings.ToLower(query)) || id <= after || (next != "" && id > next) {
+			continue
+		}
+		out = append(out, agentRow{ID: id, Waiting: n, NoMemory: true})
 	}
-	row.Version, row.OpenLoops = st.GetMeta().GetVersion(), st.GetMeta().GetOpenLoopsCount()
-	row.Layer1, row.Layer1Max = st.GetLayer1Tokens(), st.GetLayer1Limit()
-	row.Gauges = gauges(st.GetLayer1())
-	h, err := s.clients.ContextAssembly.ListHistory(ctx, &memoryv1.ListHistoryRequest{AgentId: row.ID, PageSize: 1})
-	if err != nil {
-		row.Error = status.Convert(err).Message()
-		return
-	}
-	if cs := h.GetCommits(); len(cs) > 0 {
-		row.Commit = cs[0]
-		row.Age = ago(now, cs[0].GetTime().AsTime())
-	}
+	return out
 }
 
-// gauges turns GetAgentStatus's Layer 1 usage into meters.
+// gauges turns Layer 1 usage into meters.
 func gauges(us []*memoryv1.LayerUsage) []gauge {
 	out := make([]gauge, 0, len(us))
 	for _, u := range us {

@@ -2,12 +2,14 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +48,10 @@ type fakes struct {
 	rejected []string // "<proposal>: <reason>"
 	facts    string
 	proposal *memoryv1.Proposal
+	// agents are the agents with memory, in id order (ListAgents).
+	agents []string
+	// listAgentsCalls counts ListAgents calls (one per Agents page).
+	listAgentsCalls int
 }
 
 var readRoles = []auth.Role{auth.RoleAgent, auth.RoleService, auth.RoleAdmin}
@@ -75,6 +81,63 @@ func (f *fakes) GetAgentStatus(ctx context.Context, req *memoryv1.GetAgentStatus
 		Layer1Tokens: 8060, Layer1Limit: 12000}, nil
 }
 
+// ListAgents pages through f.agents as the real service does: the caller's
+// visible agents, the query as a case-insensitive substring, page tokens
+// that are the last id of the previous page.
+func (f *fakes) ListAgents(ctx context.Context, req *memoryv1.ListAgentsRequest) (*memoryv1.ListAgentsResponse, error) {
+	roles := append(slices.Clone(readRoles), auth.RoleReviewer)
+	c, err := authz.RequireRole(ctx, roles...)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.listAgentsCalls++
+	visible := authz.VisibleAgents(c, roles...)
+	var ids []string
+	for _, id := range f.agents {
+		if (visible == nil || slices.Contains(visible, id)) && strings.Contains(id, strings.ToLower(req.GetQuery())) {
+			ids = append(ids, id)
+		}
+	}
+	resp := &memoryv1.ListAgentsResponse{TotalSize: int32(len(ids)), Commit: "abc123abc123"}
+	from := 0
+	for from < len(ids) && ids[from] <= req.GetPageToken() {
+		from++
+	}
+	to := min(from+int(req.GetPageSize()), len(ids))
+	for _, id := range ids[from:to] {
+		resp.Agents = append(resp.Agents, &memoryv1.AgentSummary{AgentId: id,
+			Meta:   &memoryv1.MemoryMeta{AgentId: id, Version: 3, OpenLoopsCount: 1, LastRunId: "run_1", LastUpdate: timestamppb.New(time.Now().Add(-3 * time.Hour))},
+			Layer1: []*memoryv1.LayerUsage{{File: "snapshot.md", Tokens: 120, Limit: 2000}, {File: "facts.md", Tokens: 7900, Limit: 8000}, {File: "open_loops.md", Tokens: 40, Limit: 2000}}})
+	}
+	if to < len(ids) {
+		resp.NextPageToken = ids[to-1]
+	}
+	return resp, nil
+}
+
+// Search answers every query with two hits of cur, as the real service
+// would to a token that may read cur, and none to one that may not.
+func (f *fakes) Search(ctx context.Context, req *memoryv1.SearchRequest) (*memoryv1.SearchResponse, error) {
+	c, err := authz.RequireRole(ctx, readRoles...)
+	if err != nil {
+		return nil, err
+	}
+	if visible := authz.VisibleAgents(c, readRoles...); visible != nil && !slices.Contains(visible, "cur") {
+		return &memoryv1.SearchResponse{}, nil
+	}
+	if req.GetAgentId() != "" && req.GetAgentId() != "cur" {
+		return &memoryv1.SearchResponse{}, nil
+	}
+	return &memoryv1.SearchResponse{TotalHits: 2, Results: []*memoryv1.SearchResult{
+		{Score: 3.5, File: "memory/cur/facts.md", AgentId: "cur", Kind: "facts", Layer: 1, Span: &memoryv1.Span{StartLine: 4, EndLine: 5},
+			Excerpt: "- «MinIO» keeps <b>versions</b> «" + req.GetQuery() + "»"},
+		{Score: 1.25, File: "memory/cur/open_loops.md", AgentId: "cur", Kind: "open_loops", Layer: 1, Span: &memoryv1.Span{StartLine: 4, EndLine: 4},
+			Excerpt: "Confirm «MinIO» versioning"},
+	}}, nil
+}
+
 func (f *fakes) ListHistory(ctx context.Context, req *memoryv1.ListHistoryRequest) (*memoryv1.ListHistoryResponse, error) {
 	if _, err := authz.RequireAgent(ctx, req.GetAgentId(), readRoles...); err != nil {
 		return nil, err
@@ -86,12 +149,16 @@ func (f *fakes) ListHistory(ctx context.Context, req *memoryv1.ListHistoryReques
 }
 
 func (f *fakes) ListProposals(ctx context.Context, req *memoryv1.ListProposalsRequest) (*memoryv1.ListProposalsResponse, error) {
-	if _, err := authz.RequireRole(ctx, auth.RoleReviewer, auth.RoleAdmin, auth.RoleAgent, auth.RoleService); err != nil {
+	roles := []auth.Role{auth.RoleReviewer, auth.RoleAdmin, auth.RoleAgent, auth.RoleService}
+	c, err := authz.RequireRole(ctx, roles...)
+	if err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if req.GetStatus() != memoryv1.ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED && req.GetStatus() != f.proposal.GetStatus() {
+	visible := authz.VisibleAgents(c, roles...)
+	if (req.GetStatus() != memoryv1.ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED && req.GetStatus() != f.proposal.GetStatus()) ||
+		(visible != nil && !slices.Contains(visible, f.proposal.GetAgentId())) {
 		return &memoryv1.ListProposalsResponse{}, nil
 	}
 	return &memoryv1.ListProposalsResponse{Proposals: []*memoryv1.Proposal{f.proposal}}, nil
@@ -150,8 +217,70 @@ func (f *fakes) PreviewProposal(context.Context, *memoryv1.PreviewProposalReques
 	return nil, apierr.NotImplemented("PreviewProposal", 28)
 }
 
-func (f *fakes) ListEntities(context.Context, *memoryv1.ListEntitiesRequest) (*memoryv1.ListEntitiesResponse, error) {
-	return &memoryv1.ListEntitiesResponse{Entities: []*memoryv1.Entity{{EntityId: "cur", Type: memoryv1.EntityType_ENTITY_TYPE_AGENT}}}, nil
+// graphEntities are the stand-in entity graph's entities.
+var graphEntities = []*memoryv1.Entity{
+	{EntityId: "cur", Type: memoryv1.EntityType_ENTITY_TYPE_AGENT, Label: "cur"},
+	{EntityId: "minio", Type: memoryv1.EntityType_ENTITY_TYPE_CONCEPT, Label: "MinIO <script>alert(3)</script>"},
+	{EntityId: "2026-02-17-use-minio", Type: memoryv1.EntityType_ENTITY_TYPE_DECISION, Label: "Use MinIO"},
+}
+
+// graphEdges: cur mentions minio (still), the decision refers to minio
+// (ended).
+var graphEdges = []*memoryv1.Edge{
+	{FromEntityId: "cur", ToEntityId: "minio", Relation: memoryv1.Relation_RELATION_MENTIONS, ValidFrom: timestamppb.New(time.Date(2026, 2, 15, 10, 0, 0, 0, time.UTC)),
+		Evidence: []*memoryv1.Evidence{{File: "memory/cur/facts.md", Commit: "abc123abc123abc123abc123abc123abc123abcd", Span: &memoryv1.Span{StartLine: 5, EndLine: 5}}}},
+	{FromEntityId: "2026-02-17-use-minio", ToEntityId: "minio", Relation: memoryv1.Relation_RELATION_REFERS_TO,
+		ValidFrom: timestamppb.New(time.Date(2026, 2, 17, 9, 0, 0, 0, time.UTC)), ValidTo: timestamppb.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))},
+}
+
+func (f *fakes) ListEntities(_ context.Context, req *memoryv1.ListEntitiesRequest) (*memoryv1.ListEntitiesResponse, error) {
+	resp := &memoryv1.ListEntitiesResponse{}
+	for _, e := range graphEntities {
+		if (req.GetType() == 0 || req.GetType() == e.GetType()) && strings.HasPrefix(strings.ToLower(e.GetLabel()), strings.ToLower(req.GetQuery())) {
+			resp.Entities = append(resp.Entities, e)
+		}
+	}
+	return resp, nil
+}
+
+func (f *fakes) GetEntity(_ context.Context, req *memoryv1.GetEntityRequest) (*memoryv1.GetEntityResponse, error) {
+	for _, e := range graphEntities {
+		if e.GetEntityId() == req.GetEntityId() {
+			resp := &memoryv1.GetEntityResponse{Entity: e, Refs: []string{"memory/cur/facts.md"}}
+			for _, ed := range graphEdges {
+				if ed.GetFromEntityId() == e.GetEntityId() || ed.GetToEntityId() == e.GetEntityId() {
+					resp.Edges = append(resp.Edges, ed)
+				}
+			}
+			return resp, nil
+		}
+	}
+	return nil, apierr.New(codes.NotFound, memoryv1.ErrorReason_ERROR_REASON_UNSPECIFIED, "entity "+req.GetEntityId()+" not found", nil)
+}
+
+func (f *fakes) GetNeighbors(_ context.Context, req *memoryv1.GetNeighborsRequest) (*memoryv1.GetNeighborsResponse, error) {
+	if req.GetDepth() != 1 {
+		return nil, apierr.InvalidArgument("depth", "the console asks for depth 1")
+	}
+	resp := &memoryv1.GetNeighborsResponse{}
+	for _, e := range graphEntities {
+		if e.GetEntityId() != req.GetEntityId() {
+			resp.Entities = append(resp.Entities, e)
+		}
+	}
+	return resp, nil
+}
+
+func (f *fakes) ExplainDecision(_ context.Context, req *memoryv1.ExplainDecisionRequest) (*memoryv1.ExplainDecisionResponse, error) {
+	if req.GetDecisionId() != "2026-02-17-use-minio" && !strings.Contains(req.GetQuery(), "minio") {
+		return &memoryv1.ExplainDecisionResponse{}, nil
+	}
+	return &memoryv1.ExplainDecisionResponse{
+		Chain: []*memoryv1.Decision{{Id: "2026-02-17-use-minio", Title: "Use MinIO <b>now</b>", Status: "accepted", Decision: "Keep blobs in MinIO",
+			Rationale: "versions", RunId: "run_1", Date: timestamppb.New(time.Date(2026, 2, 17, 0, 0, 0, 0, time.UTC))}},
+		Entities: graphEntities[1:2],
+		Edges:    graphEdges[1:],
+	}, nil
 }
 
 func (f *fakes) calls() (approved, rejected []string) {
@@ -174,7 +303,8 @@ func newEnv(t *testing.T) *env {
 	signer, err := auth.NewSigner(testSecret)
 	require.NoError(t, err)
 	f := &fakes{
-		facts: "# Facts: cur\n\n## Technical\n- <script>alert(1)</script> is not a fact\n- MinIO keeps versions\n",
+		agents: []string{"cur", "other"},
+		facts:  "# Facts: cur\n\n## Technical\n- <script>alert(1)</script> is not a fact\n- MinIO keeps versions\n",
 		proposal: &memoryv1.Proposal{ProposalId: "proposal_1", AgentId: "cur", RunId: "run_1", Status: memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING,
 			Reason: memoryv1.StatusReason_STATUS_REASON_FLAGGED, Priority: memoryv1.Priority_PRIORITY_HIGH, CreatedAt: timestamppb.Now(), UpdatedAt: timestamppb.Now(),
 			Flags:   []string{"changes the agent's review policy", "semantic guard: unknown_entity_ref: minio"},
@@ -533,8 +663,11 @@ func TestInboxAndAgentsPages(t *testing.T) {
 	resp, page = e.do(t, "GET", "/ui/?q=cu", nil, []*http.Cookie{sess}, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, page)
 	require.Contains(t, page, `data-agent="cur"`)
+	require.NotContains(t, page, `data-agent="other"`, "?q= is ListAgents' query")
 	require.Contains(t, page, `<meter min="0" max="8000" high="7200" optimum="0" value="7900"`, "Layer 1 gauges against the hard limits")
 	require.Contains(t, page, "1 waiting")
+	require.Contains(t, page, "v3")
+	require.Contains(t, page, "updated 3 h ago", "the age of meta.json's last_update")
 	_, page = e.do(t, "GET", "/ui/?q=zzz", nil, []*http.Cookie{sess}, nil)
 	require.NotContains(t, page, `data-agent=`)
 
@@ -543,6 +676,165 @@ func TestInboxAndAgentsPages(t *testing.T) {
 	require.Contains(t, page, "human edit")
 	require.Contains(t, page, `href="/ui/proposals/proposal_1"`)
 	require.Contains(t, page, `data-live="/ui/api/version?agent=cur&amp;view=history"`)
+}
+
+// The Agents page is ListAgents: 50 agents a page, its page tokens, its
+// query; one ListAgents call a page; "only waiting" filters the page.
+func TestAgentsPageIsListAgents(t *testing.T) {
+	e := newEnv(t)
+	e.f.agents = nil
+	for i := range 120 {
+		e.f.agents = append(e.f.agents, fmt.Sprintf("agent-%03d", i))
+	}
+	e.f.agents = append(e.f.agents, "cur")
+	sess, _ := e.signIn(t, e.token(t, "ops", []string{"*"}, auth.RoleAdmin, auth.RoleReviewer))
+	rows := regexp.MustCompile(`data-agent="([^"]+)"`)
+	next := regexp.MustCompile(`href="(/ui/\?page_token=[^"]+)">next`)
+
+	resp, page := e.do(t, "GET", "/ui/", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Len(t, rows.FindAllStringSubmatch(page, -1), 50)
+	require.Contains(t, page, "121 agents with memory")
+	require.Contains(t, page, `data-agent="agent-000"`)
+	require.Equal(t, 1, e.f.listAgentsCalls, "one ListAgents call a page")
+	m := next.FindStringSubmatch(page)
+	require.NotNil(t, m, page)
+	require.Equal(t, "/ui/?page_token=agent-049", m[1])
+
+	var seen []string
+	for link := "/ui/"; link != ""; {
+		_, page = e.do(t, "GET", strings.ReplaceAll(link, "&amp;", "&"), nil, []*http.Cookie{sess}, nil)
+		for _, r := range rows.FindAllStringSubmatch(page, -1) {
+			seen = append(seen, r[1])
+		}
+		link = ""
+		if m := next.FindStringSubmatch(page); m != nil {
+			link = m[1]
+		}
+	}
+	require.Equal(t, e.f.agents, seen, "the pages together list every agent once, in order")
+	require.Contains(t, page, `href="/ui/">← first page`)
+
+	_, page = e.do(t, "GET", "/ui/?waiting=1", nil, []*http.Cookie{sess}, nil)
+	require.Empty(t, rows.FindAllStringSubmatch(page, -1), "no agent of the first page has waiting proposals")
+	_, page = e.do(t, "GET", "/ui/?q=CU&waiting=1", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, [][]string{{`data-agent="cur"`, "cur"}}, rows.FindAllStringSubmatch(page, -1))
+
+	// An agent token sees only its agent: the service decides.
+	sess, _ = e.signIn(t, e.token(t, "agent-007", []string{"agent-007"}, auth.RoleAgent))
+	_, page = e.do(t, "GET", "/ui/", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, [][]string{{`data-agent="agent-007"`, "agent-007"}}, rows.FindAllStringSubmatch(page, -1))
+}
+
+// A proposal for an agent without memory yet shows on the page whose id
+// range holds it.
+func TestAgentsWithoutMemory(t *testing.T) {
+	waiting := map[string]int{"b-new": 1, "d": 2, "z-new": 1}
+	listed := []agentRow{{ID: "a"}, {ID: "c"}, {ID: "d"}}
+	ids := func(rows []agentRow) (out []string) {
+		for _, r := range rows {
+			out = append(out, r.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	require.Equal(t, []string{"b-new"}, ids(agentsWithoutMemory(waiting, listed, "", "", "d")))
+	require.Equal(t, []string{"b-new", "z-new"}, ids(agentsWithoutMemory(waiting, listed, "", "", "")))
+	require.Equal(t, []string{"z-new"}, ids(agentsWithoutMemory(waiting, listed, "", "d", "")))
+	require.Equal(t, []string{"z-new"}, ids(agentsWithoutMemory(waiting, listed, "Z", "", "")))
+}
+
+// Search shows the index's hits with their matches as <mark> and all else
+// escaped, each linking to the agent tab that shows its file.
+func TestSearchPage(t *testing.T) {
+	e := newEnv(t)
+	sess, _ := e.signIn(t, e.token(t, "ops", []string{"*"}, auth.RoleAdmin))
+	resp, page := e.do(t, "GET", "/ui/search", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, `id="search-q"`)
+	require.NotContains(t, page, `class="hit`)
+
+	resp, page = e.do(t, "GET", "/ui/search?q="+url.QueryEscape("<script>"), nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, "2 hits")
+	require.Contains(t, page, "- <mark>MinIO</mark> keeps &lt;b&gt;versions&lt;/b&gt; <mark>&lt;script&gt;</mark>", "marks become <mark>, the rest is escaped")
+	require.NotContains(t, page, "<b>versions")
+	require.NotContains(t, page, "«")
+	require.Contains(t, page, `<a href="/ui/agents/cur?tab=facts">memory/cur/facts.md</a>`)
+	require.Contains(t, page, `<a href="/ui/agents/cur?tab=loops">memory/cur/open_loops.md</a>`)
+	require.Contains(t, page, "lines 4–5")
+	require.Contains(t, page, `action="/ui/search" class="quick-search"`, "a query box in the header of every page")
+
+	_, page = e.do(t, "GET", "/ui/search?q=minio&agent=other", nil, []*http.Cookie{sess}, nil)
+	require.Contains(t, page, "Nothing matches")
+
+	sess, _ = e.signIn(t, e.token(t, "other", []string{"other"}, auth.RoleAgent))
+	_, page = e.do(t, "GET", "/ui/search?q=minio", nil, []*http.Cookie{sess}, nil)
+	require.Contains(t, page, "Nothing matches", "an agent token finds only its own agent's files")
+	require.NotContains(t, page, "memory/cur/")
+}
+
+func TestMarkedExcerpt(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain & text":        "plain &amp; text",
+		"«a» and «b»":         "<mark>a</mark> and <mark>b</mark>",
+		"open « never closed": "open « never closed",
+		"«<i>x</i>» <img>":    "<mark>&lt;i&gt;x&lt;/i&gt;</mark> &lt;img&gt;",
+		"":                    "",
+	} {
+		require.Equal(t, want, string(markedExcerpt(in)), in)
+	}
+	require.Equal(t, "/ui/agents/cur?tab=timeline", fileURL("cur", "memory/cur/timeline/2026-02-15.md", ""))
+	require.Equal(t, "", fileURL("", "sources/a.pdf", "source"))
+}
+
+// Entities: the list by label prefix and type; an entity's relations as a
+// table with evidence links, its timeline picture inline, its neighbours.
+func TestEntityPages(t *testing.T) {
+	e := newEnv(t)
+	sess, _ := e.signIn(t, e.token(t, "ops", []string{"*"}, auth.RoleAdmin))
+	resp, page := e.do(t, "GET", "/ui/entities?q=min&type=concept", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, `<li data-entity="minio"><a href="/ui/entities/minio">MinIO &lt;script&gt;`)
+	require.NotContains(t, page, `data-entity="cur"`)
+	resp, page = e.do(t, "GET", "/ui/entities?type=planet", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Contains(t, page, "type must be one of agent, concept")
+
+	resp, page = e.do(t, "GET", "/ui/entities/minio", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Regexp(t, `<figure class="picture"><svg xmlns="http://www.w3.org/2000/svg" class="gb-svg gb-timeline"`, page, "the timeline picture, inline")
+	require.NotContains(t, page, "<script>alert(3)")
+	require.Contains(t, page, `<td>← mentions</td>`)
+	require.Contains(t, page, `<a href="/ui/agents/cur?at=abc123abc123abc123abc123abc123abc123abcd&amp;tab=facts">memory/cur/facts.md</a>:5`, "evidence opens the file as of its commit")
+	require.Contains(t, page, `<span class="muted">holds</span>`, "an edge without valid_to still holds")
+	require.Contains(t, page, "2026-03-01 09:00:00 UTC", "valid_to")
+	require.Contains(t, page, `<li data-neighbor="2026-02-17-use-minio"><a href="/ui/entities/2026-02-17-use-minio">`)
+	require.Contains(t, page, `aria-current="page">Entities`)
+
+	resp, page = e.do(t, "GET", "/ui/entities/nope", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	require.Contains(t, page, "entity nope not found")
+}
+
+// Decisions: ExplainDecision's chain drawn inline and listed.
+func TestDecisionsPage(t *testing.T) {
+	e := newEnv(t)
+	sess, _ := e.signIn(t, e.token(t, "ops", []string{"*"}, auth.RoleAdmin))
+	resp, page := e.do(t, "GET", "/ui/decisions", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.NotContains(t, page, "<svg")
+
+	for _, q := range []string{"id=2026-02-17-use-minio", "query=minio"} {
+		resp, page = e.do(t, "GET", "/ui/decisions?"+q, nil, []*http.Cookie{sess}, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, page)
+		require.Contains(t, page, `class="gb-svg gb-chain"`, q)
+		require.Contains(t, page, `<li class="card" data-decision="2026-02-17-use-minio">`)
+		require.Contains(t, page, "Use MinIO &lt;b&gt;now&lt;/b&gt;", "titles are text, in the list and in the picture")
+		require.NotContains(t, page, "<b>now")
+	}
+	_, page = e.do(t, "GET", "/ui/decisions?query=nothing", nil, []*http.Cookie{sess}, nil)
+	require.Contains(t, page, "Nothing to draw.")
 }
 
 func TestVersionFollowsTheInbox(t *testing.T) {

@@ -63,15 +63,16 @@ type views struct {
 // loadViews parses templates/layout.html with each other template of fsys.
 func loadViews(fsys fs.FS, a *assets) (*views, error) {
 	funcs := template.FuncMap{
-		"asset":    a.url,
-		"short":    shortSHA,
-		"enum":     enumLabel,
-		"key":      enumname.Name,
-		"datetime": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"date":     func(t time.Time) string { return t.UTC().Format("2006-01-02") },
-		"join":     strings.Join,
-		"lineNo":   lineNo,
-		"diffOf":   func(d fileDiff, split bool) diffArgs { return diffArgs{D: d, Split: split} },
+		"asset":     a.url,
+		"short":     shortSHA,
+		"enum":      enumLabel,
+		"key":       enumname.Name,
+		"datetime":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"date":      func(t time.Time) string { return t.UTC().Format("2006-01-02") },
+		"join":      strings.Join,
+		"lineNo":    lineNo,
+		"enumShort": enumShort,
+		"diffOf":    func(d fileDiff, split bool) diffArgs { return diffArgs{D: d, Split: split} },
 	}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(fsys, "templates/layout.html")
 	if err != nil {
