@@ -11,6 +11,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/memdiff"
+	"github.com/garden-bloom/memory/pkg/memlayout"
 )
 
 func (c *cli) proposalsCommand() *cobra.Command {
@@ -202,7 +203,7 @@ func (c *cli) proposalDiff(ctx context.Context, cl *clients, p *memoryv1.Proposa
 	}
 	hidden := 0
 	for _, f := range pv.GetFiles() {
-		if !all && isBookkeepingPath(f.GetFile()) {
+		if !all && memlayout.Bookkeeping(f.GetFile()) {
 			hidden++
 			continue
 		}
@@ -224,12 +225,6 @@ func (c *cli) proposalDiff(ctx context.Context, cl *clients, p *memoryv1.Proposa
 		fmt.Fprintf(&b, "(%d bookkeeping files not shown: --all)\n", hidden)
 	}
 	return b.String(), nil
-}
-
-// isBookkeepingPath reports the files every commit updates (names
-// relative to the agent, as PreviewProposal gives them).
-func isBookkeepingPath(rel string) bool {
-	return rel == "meta.json" || rel == "changelog.md" || strings.HasPrefix(rel, "timeline/")
 }
 
 func (c *cli) reviewCommand(verb, summary, textFlag string) *cobra.Command {

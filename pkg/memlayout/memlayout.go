@@ -98,6 +98,13 @@ func RunRef(id string) string {
 	return "run_" + id
 }
 
+// Bookkeeping reports the files (relative to the agent folder) the engine
+// updates in every commit besides the proposal's own: meta.json, the
+// changelog and the timeline.
+func Bookkeeping(rel string) bool {
+	return rel == MetaFile || rel == ChangelogFile || strings.HasPrefix(rel, "timeline/")
+}
+
 // MemoryDir is the folder of every agent's memory folder.
 const MemoryDir = "memory"
 

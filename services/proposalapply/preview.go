@@ -179,7 +179,7 @@ type fileChange struct {
 // left out.
 func fileDiffs(changes []fileChange) []*memoryv1.FileDiff {
 	slices.SortFunc(changes, func(a, b fileChange) int {
-		if ka, kb := bookkeeping(a.rel), bookkeeping(b.rel); ka != kb {
+		if ka, kb := memlayout.Bookkeeping(a.rel), memlayout.Bookkeeping(b.rel); ka != kb {
 			if ka {
 				return 1
 			}
@@ -204,9 +204,4 @@ func fileDiffs(changes []fileChange) []*memoryv1.FileDiff {
 			AddedLines: int32(added), RemovedLines: int32(removed)})
 	}
 	return out
-}
-
-// bookkeeping reports the files the engine writes in every commit.
-func bookkeeping(rel string) bool {
-	return rel == memlayout.MetaFile || rel == memlayout.ChangelogFile || strings.HasPrefix(rel, "timeline/")
 }
