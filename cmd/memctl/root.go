@@ -129,7 +129,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 auth/permission,
 		c.loginCommand(), c.initCommand(), c.ingestCommand(), c.searchCommand(), c.exportOnboardingCommand(),
 		c.readCommand(), c.contextCommand(), c.diffCommand(), c.logCommand(),
 		c.proposalsCommand(), c.entitiesCommand(), c.snapshotCommand(), c.backupCommand(),
-		c.statusCommand(), c.staleCommand(), c.mcpCommand(), c.versionCommand(),
+		c.statusCommand(), c.staleCommand(), c.mcpCommand(), c.consoleCommand(), c.versionCommand(),
 	)
 	root.InitDefaultCompletionCmd()
 	for _, sub := range root.Commands() {

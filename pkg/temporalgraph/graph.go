@@ -1051,25 +1051,45 @@ func (g *Graph) NodeAt(id string, at Point) (Node, []Edge, bool) {
 
 // Nodes returns the nodes matching f, sorted by id.
 func (g *Graph) Nodes(f NodeFilter) []Node {
+	out, _ := g.NodesPage(f, "", 0, nil)
+	return out
+}
+
+// NodesPage returns, in id order, the nodes matching f whose id sorts after
+// `after` and that keep (nil: any) accepts, at most limit of them (0: no
+// limit); more reports whether another such node follows. Only the nodes
+// offered to keep are exported — a page of a large graph costs the page,
+// where exporting every node to cut a page from them cost the graph.
+func (g *Graph) NodesPage(f NodeFilter, after string, limit int, keep func(Node) bool) (page []Node, more bool) {
 	q := Slug(f.Query)
 	at := f.Point
 	if at.IsNow() {
 		at = AtTime(f.At)
 	}
-	r := g.reader()
-	defer r.done()
-	var out []Node
+	var match []*nodeState
 	for _, n := range g.nodes {
-		if f.Type != "" && n.typ != f.Type || !n.existsAt(at) {
+		if n.id <= after || f.Type != "" && n.typ != f.Type || !n.existsAt(at) {
 			continue
 		}
 		if q != "" && !n.matches(q) {
 			continue
 		}
-		out = append(out, n.export(r))
+		match = append(match, n)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	slices.SortFunc(match, func(a, b *nodeState) int { return strings.Compare(a.id, b.id) })
+	r := g.reader()
+	defer r.done()
+	for _, n := range match {
+		e := n.export(r)
+		if keep != nil && !keep(e) {
+			continue
+		}
+		if limit > 0 && len(page) == limit {
+			return page, true
+		}
+		page = append(page, e)
+	}
+	return page, false
 }
 
 func (n *nodeState) matches(q string) bool {

@@ -359,3 +359,43 @@ func TestInternerHoldsOnlyWhatEvidenceNames(t *testing.T) {
 		require.Equal(t, Evidence{File: factsPath, Commit: "linking", Line: e.Line}, e)
 	}
 }
+
+// NodesPage pages Nodes: page after page, by id, the same nodes, and keep
+// filters before the limit counts.
+func TestNodesPage(t *testing.T) {
+	var cs []Commit
+	for i := range 30 {
+		cs = append(cs, Commit{Sha: fmt.Sprint("c", i), Time: at(i), AgentID: "curator", Files: map[string]*string{
+			fmt.Sprintf("memory/curator/facts-%d.md", i): ptr(fmt.Sprintf("- [[Service %02d]] talks to [[Queue %02d]]\n", i, i)),
+		}})
+	}
+	g := build(cs)
+	for _, f := range []NodeFilter{{}, {Query: "service"}, {Query: "queue 1"}, {At: at(9)}} {
+		for _, keep := range []func(Node) bool{nil, func(n Node) bool { return !strings.HasSuffix(n.ID, "7") }} {
+			var want []string
+			for _, n := range g.Nodes(f) {
+				if keep == nil || keep(n) {
+					want = append(want, n.ID)
+				}
+			}
+			for _, limit := range []int{1, 4, 7, 100} {
+				var got []string
+				after := ""
+				for {
+					page, more := g.NodesPage(f, after, limit, keep)
+					require.LessOrEqual(t, len(page), limit)
+					got = append(got, ids(page)...)
+					if !more {
+						break
+					}
+					require.Len(t, page, limit, "a page before another is full")
+					after = page[len(page)-1].ID
+				}
+				require.Equal(t, want, got, "filter %+v limit %d", f, limit)
+			}
+		}
+	}
+	page, more := g.NodesPage(NodeFilter{}, "zzz", 10, nil)
+	require.Empty(t, page)
+	require.False(t, more)
+}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -600,6 +601,8 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 			h.Get("Content-Security-Policy"), p)
 		require.Equal(t, "nosniff", h.Get("X-Content-Type-Options"), p)
 		require.Equal(t, "same-origin", h.Get("Referrer-Policy"), p)
+		// The server's own time, for benchmarks and developer tools.
+		require.Regexp(t, `^app;dur=\d+\.\d{2}$`, h.Get("Server-Timing"), p)
 	}
 	resp, page := e.do(t, "GET", "/ui/inbox", nil, []*http.Cookie{sess}, nil)
 	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"), "pages show private memory")
@@ -893,4 +896,84 @@ func TestHTTPStatusOfServiceErrors(t *testing.T) {
 
 func jwtClaims(sub string, iat, exp time.Time) jwt.RegisteredClaims {
 	return jwt.RegisteredClaims{Subject: sub, IssuedAt: jwt.NewNumericDate(iat), ExpiresAt: jwt.NewNumericDate(exp)}
+}
+
+// mintCode asks for a sign-in code as memctl console does.
+func (e *env) mintCode(t *testing.T, tok string) (*http.Response, codeAnswer) {
+	t.Helper()
+	resp, body := e.do(t, "POST", "/ui/api/sign-in-codes", nil, nil, map[string]string{"Authorization": "Bearer " + tok})
+	var a codeAnswer
+	if resp.StatusCode == http.StatusOK {
+		require.NoError(t, json.Unmarshal([]byte(body), &a), body)
+	}
+	return resp, a
+}
+
+// Issue #28: "memctl console opens the browser with a one-time code": the
+// page shows who the code signs in as and waits for a click; the click
+// signs in once; the code is no cookie, expires, and needs a good token.
+func TestSignInWithAOneTimeCode(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token(t, "alice", []string{"*"}, auth.RoleReviewer)
+	resp, code := e.mintCode(t, tok)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+	require.Equal(t, "/ui/login?code="+url.QueryEscape(code.Code), code.Path)
+	require.WithinDuration(t, time.Now().Add(time.Minute), code.ExpiresAt, 5*time.Second)
+	require.NotContains(t, code.Code, strings.Split(tok, ".")[1], "the token is sealed, not in clear")
+
+	// Opening the link signs nobody in: it asks.
+	resp, page := e.do(t, "GET", code.Path, nil, nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Nil(t, cookieNamed(resp, SessionCookie))
+	require.Contains(t, page, "Continue as alice")
+	require.Contains(t, page, "(reviewer)")
+	login := cookieNamed(resp, loginCookie)
+	form := url.Values{"csrf": {csrfOf(t, page)}, "code": {code.Code}, "next": {"/ui/inbox"}}
+
+	// Without the form's CSRF cookie (another site's form), refused.
+	resp, _ = e.do(t, "POST", "/ui/login", form, nil, nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	resp, _ = e.do(t, "POST", "/ui/login", form, []*http.Cookie{login}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/ui/inbox", resp.Header.Get("Location"))
+	sess := cookieNamed(resp, SessionCookie)
+	require.NotNil(t, sess)
+	resp, page = e.do(t, "GET", "/ui/inbox", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, "alice")
+
+	// Once only.
+	resp, page = e.do(t, "POST", "/ui/login", form, []*http.Cookie{login}, nil)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Contains(t, page, "expired or was already used")
+	require.Nil(t, cookieNamed(resp, SessionCookie))
+
+	// A code is not a session cookie.
+	resp, _ = e.do(t, "GET", "/ui/inbox", nil, []*http.Cookie{{Name: SessionCookie, Value: code.Code}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	// No, a malformed or a refused token: no code.
+	for _, h := range []map[string]string{nil, {"Authorization": "Bearer "}, {"Authorization": "Basic eA=="}, {"Authorization": "Bearer nope"}} {
+		resp, body := e.do(t, "POST", "/ui/api/sign-in-codes", nil, nil, h)
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%v", h)
+		require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Bearer")
+		require.Contains(t, body, `"error"`)
+	}
+	// A made-up code is refused on the page.
+	resp, page = e.do(t, "GET", "/ui/login?code=abc", nil, nil, nil)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Contains(t, page, "expired or was already used")
+
+	// A code ends with its token, and at the latest after a minute.
+	short, err := e.signer.Sign(auth.Claims{Roles: []auth.Role{auth.RoleReviewer},
+		RegisteredClaims: jwtClaims("bob", time.Now().Add(-time.Minute), time.Now().Add(time.Second))})
+	require.NoError(t, err)
+	_, code = e.mintCode(t, short)
+	require.WithinDuration(t, time.Now().Add(time.Second), code.ExpiresAt, 2*time.Second)
+	require.Eventually(t, func() bool {
+		resp, _ := e.do(t, "GET", code.Path, nil, nil, nil)
+		return resp.StatusCode == http.StatusUnauthorized
+	}, 10*time.Second, 100*time.Millisecond)
 }

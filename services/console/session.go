@@ -115,11 +115,24 @@ type loginView struct {
 	// Insecure: the page came over plain http to an address browsers do
 	// not treat as secure, so they will not keep the Secure cookie.
 	Insecure bool
+	// Code is a sign-in code to confirm (memctl console), for CodeSubject
+	// with CodeRoles.
+	Code, CodeSubject, CodeRoles string
 }
 
 // loginPage shows the sign-in form (or, signed in, goes on).
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.URL.Query().Get("next"))
+	if code := r.URL.Query().Get("code"); code != "" {
+		// Confirm, even when signed in: the code may be someone else's.
+		_, claims, err := s.codeCaller(code)
+		if err != nil {
+			s.showLogin(w, r, http.StatusUnauthorized, loginView{Next: next, Error: codeRefused})
+			return
+		}
+		s.showLogin(w, r, http.StatusOK, loginView{Next: next, Code: code, CodeSubject: claims.Subject, CodeRoles: rolesText(claims.Roles)})
+		return
+	}
 	if _, err := s.signedIn(r); err == nil {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
@@ -146,8 +159,9 @@ func (s *Server) showLogin(w http.ResponseWriter, r *http.Request, code int, v l
 	s.render(w, r, code, "login", &pageData{Title: "Sign in", CSRF: s.sessions.CSRFToken(form.ID), Data: v})
 }
 
-// signIn checks a pasted token with the process's verifier and keeps it in
-// the session cookie for the token's remaining life.
+// signIn checks a pasted token (or the token of a sign-in code) with the
+// process's verifier and keeps it in the session cookie for the token's
+// remaining life.
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
@@ -162,6 +176,14 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := pastedToken(r.PostForm.Get("token"))
+	if code := r.PostForm.Get("code"); code != "" {
+		sess, _, err := s.codeCaller(code)
+		if err != nil || !s.usedCodes.redeem(sess.ID, sess.Expires, s.opts.Now()) {
+			s.showLogin(w, r, http.StatusUnauthorized, loginView{Next: next, Error: codeRefused})
+			return
+		}
+		token = sess.Secret
+	}
 	if token == "" {
 		s.showLogin(w, r, http.StatusUnauthorized, loginView{Next: next, Error: "Paste a token: make run prints one, or memoryd token makes one."})
 		return
@@ -185,6 +207,15 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	s.login.Clear(w)
 	s.log.Info("console sign-in", "sub", claims.Subject, "roles", claims.Roles, "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// rolesText lists roles for a person to read.
+func rolesText(roles []auth.Role) string {
+	names := make([]string, 0, len(roles))
+	for _, r := range roles {
+		names = append(names, string(r))
+	}
+	return strings.Join(names, ", ")
 }
 
 // pastedToken takes the token out of what a person pasted: the token, or

@@ -7,12 +7,10 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/apierr"
 	"github.com/garden-bloom/memory/pkg/history"
-	"github.com/garden-bloom/memory/pkg/memrepo"
 )
 
 // historyQuery is a validated ListHistory request.
@@ -36,49 +34,58 @@ func (s *Service) history(ctx context.Context, q historyQuery) (*memoryv1.ListHi
 	if err != nil {
 		return nil, s.unavailable(err)
 	}
-	start, err := repo.Head(ctx)
+	// The agent's commits, from the index: a walk of main would diff
+	// every other agent's commits too.
+	commits, err := s.agentCommits.Commits(ctx, repo, q.agent)
 	if err != nil {
 		return nil, s.unavailable(err)
 	}
+	next := len(commits) - 1
 	if tok := q.pageToken; tok != "" {
 		// The token is the last commit of the previous page.
-		c, err := repo.CommitInfo(ctx, plumbing.NewHash(tok))
-		if err != nil || len(c.ParentHashes) == 0 || len(tok) != 40 {
+		i := slices.Index(commits, plumbing.NewHash(tok))
+		if i < 0 || len(tok) != 40 {
 			return nil, apierr.InvalidArgument("pageToken", "invalid pageToken")
 		}
-		start = c.ParentHashes[0]
+		next = i - 1
 	}
 	resp := &memoryv1.ListHistoryResponse{}
-	err = repo.Walk(ctx, start, func(c *object.Commit) error {
-		if !q.since.IsZero() && c.Committer.When.Before(q.since) {
-			return memrepo.ErrStopWalk
+	err = func() error {
+		for ; next >= 0; next-- {
+			c, err := repo.CommitInfo(ctx, commits[next])
+			if err != nil {
+				return err
+			}
+			if !q.since.IsZero() && c.Committer.When.Before(q.since) {
+				return nil
+			}
+			if !q.until.IsZero() && c.Committer.When.After(q.until) {
+				continue
+			}
+			changed, err := repo.ChangedFiles(ctx, c.Hash)
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(changed, func(f string) bool {
+				return slices.ContainsFunc(q.prefixes, func(p string) bool { return strings.HasPrefix(f, p) })
+			}) {
+				continue
+			}
+			if len(resp.Commits) == q.size {
+				resp.NextPageToken = resp.Commits[q.size-1].GetSha()
+				return nil
+			}
+			info, err := history.Describe(ctx, repo, c)
+			if err != nil {
+				return err
+			}
+			if q.ownFilesOnly {
+				info.Files = slices.DeleteFunc(info.Files, func(f string) bool { return relOf(q.agent, f) == "" })
+			}
+			resp.Commits = append(resp.Commits, info)
 		}
-		if !q.until.IsZero() && c.Committer.When.After(q.until) {
-			return nil
-		}
-		changed, err := repo.ChangedFiles(ctx, c.Hash)
-		if err != nil {
-			return err
-		}
-		if !slices.ContainsFunc(changed, func(f string) bool {
-			return slices.ContainsFunc(q.prefixes, func(p string) bool { return strings.HasPrefix(f, p) })
-		}) {
-			return nil
-		}
-		if len(resp.Commits) == q.size {
-			resp.NextPageToken = resp.Commits[q.size-1].GetSha()
-			return memrepo.ErrStopWalk
-		}
-		info, err := history.Describe(ctx, repo, c)
-		if err != nil {
-			return err
-		}
-		if q.ownFilesOnly {
-			info.Files = slices.DeleteFunc(info.Files, func(f string) bool { return relOf(q.agent, f) == "" })
-		}
-		resp.Commits = append(resp.Commits, info)
 		return nil
-	})
+	}()
 	if err != nil {
 		return nil, s.unavailable(err)
 	}

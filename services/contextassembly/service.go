@@ -17,6 +17,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/history"
 	"github.com/garden-bloom/memory/pkg/lru"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memread"
@@ -70,6 +71,8 @@ type Service struct {
 	counts *blobCounts
 	// sourceTexts holds the object-store sources' texts by key and ETag.
 	sourceTexts *lru.Cache[contentKey, string]
+	// agentCommits lists each agent's commits for ListHistory.
+	agentCommits history.AgentIndex
 
 	usage  *usage
 	cancel context.CancelFunc

@@ -101,26 +101,19 @@ func (s *Service) listEntities(ctx context.Context, v viewer, q entityQuery) (*m
 	if err != nil {
 		return nil, err
 	}
+	keep := func(n temporalgraph.Node) bool {
+		e := v.node(n)
+		return (v.agents == nil || len(e.Refs) > 0) && (q.agent == "" || refersToAgent(e.Refs, q.agent))
+	}
 	s.mu.RLock()
-	nodes := s.graph.Nodes(temporalgraph.NodeFilter{Query: q.query, Point: p, Type: q.typ})
+	nodes, more := s.graph.NodesPage(temporalgraph.NodeFilter{Query: q.query, Point: p, Type: q.typ}, q.pageToken, q.size, keep)
 	s.mu.RUnlock()
 	resp := &memoryv1.ListEntitiesResponse{}
 	for _, n := range nodes {
-		if q.pageToken != "" && n.ID <= q.pageToken {
-			continue
-		}
-		e := v.node(n)
-		if v.agents != nil && len(e.Refs) == 0 {
-			continue
-		}
-		if q.agent != "" && !refersToAgent(e.Refs, q.agent) {
-			continue
-		}
-		if len(resp.Entities) == q.size {
-			resp.NextPageToken = resp.Entities[q.size-1].GetEntityId()
-			break
-		}
-		resp.Entities = append(resp.Entities, e)
+		resp.Entities = append(resp.Entities, v.node(n))
+	}
+	if more {
+		resp.NextPageToken = nodes[len(nodes)-1].ID
 	}
 	return resp, nil
 }
