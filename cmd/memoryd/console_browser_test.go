@@ -498,6 +498,36 @@ func TestConsoleInABrowser(t *testing.T) {
 		require.Equal(t, memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, f.status(t, f.policy).GetStatus())
 	})
 
+	t.Run("memctl console: a one-time code and one click", func(t *testing.T) {
+		b.signOut()
+		// What memctl console asks for, with the reviewer's token.
+		req, err := http.NewRequest(http.MethodPost, f.base+"/ui/api/sign-in-codes", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+f.reviewer)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		path := regexp.MustCompile(`"path":"([^"]+)"`).FindStringSubmatch(string(body))
+		require.NotNil(t, path, string(body))
+		link := f.base + strings.ReplaceAll(path[1], `\u0026`, "&")
+		b.do(chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("input[name=code] ~ button")))
+		require.Contains(t, b.text("main"), "Continue as rita")
+		require.Nil(t, b.sessionCookie(), "opening the link signs nobody in")
+		b.do(chromedp.Click(chromedp.CSS("input[name=code] ~ button")), chromedp.WaitVisible(chromedp.CSS("header nav")))
+		require.NotNil(t, b.sessionCookie())
+		require.Contains(t, b.text("header"), "rita")
+		// The same link again: used.
+		b.signOut()
+		b.do(chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("input[name=code] ~ button")),
+			chromedp.Click(chromedp.CSS("input[name=code] ~ button")), chromedp.WaitVisible(chromedp.CSS("p.error")))
+		require.Contains(t, b.text("p.error"), "expired or was already used")
+		require.Nil(t, b.sessionCookie())
+		b.signIn(f.reviewer)
+	})
+
 	t.Run("an agent token sees only its agent", func(t *testing.T) {
 		b.signOut()
 		b.signIn(f.agent)
