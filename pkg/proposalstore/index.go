@@ -492,6 +492,20 @@ func (x *index) unfinished(statuses []memoryv1.ProposalStatus) ([][]byte, error)
 	return out, err
 }
 
+// active returns the unfinished proposals' ids and metas.
+func (x *index) active() (map[string]meta, error) {
+	out := map[string]meta{}
+	err := x.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketActive).ForEach(func(k, v []byte) error {
+			if m, ok := decodeMeta(v); ok {
+				out[string(k)] = m
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
 // listed is one proposal a list found: its id and stored status.
 type listed struct {
 	id     string

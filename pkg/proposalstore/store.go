@@ -8,6 +8,7 @@
 package proposalstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -16,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -395,22 +398,27 @@ func (s *Store) List(q Query) ([]*Record, string, error) {
 		return nil, "", fmt.Errorf("invalid page token")
 	}
 	s.mu.Lock()
-	transient := make(map[string]memoryv1.ProposalStatus, len(s.marked))
+	transient := make(map[string]meta, len(s.marked))
 	for id, r := range s.marked {
-		transient[id] = r.Proposal.GetStatus()
+		transient[id] = metaOf(r)
 	}
 	s.mu.Unlock()
 	var ids []string
-	err := s.idx.list(q.Agents, q.PageToken, func(l listed) bool {
-		st := l.status
-		if t, ok := transient[l.id]; ok {
-			st = t
-		}
-		if q.Status == memoryv1.ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED || st == q.Status {
-			ids = append(ids, l.id)
-		}
-		return len(ids) <= q.PageSize // one more than a page: is there a next one?
-	})
+	var err error
+	if q.Status != memoryv1.ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED && !finished(q.Status) {
+		ids, err = s.listActive(q, transient)
+	} else {
+		err = s.idx.list(q.Agents, q.PageToken, func(l listed) bool {
+			st := l.status
+			if t, ok := transient[l.id]; ok {
+				st = t.status
+			}
+			if q.Status == memoryv1.ProposalStatus_PROPOSAL_STATUS_UNSPECIFIED || st == q.Status {
+				ids = append(ids, l.id)
+			}
+			return len(ids) <= q.PageSize // one more than a page: is there a next one?
+		})
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("proposalstore: index: %w", err)
 	}
@@ -428,6 +436,42 @@ func (s *Store) List(q Query) ([]*Record, string, error) {
 		out = append(out, rec)
 	}
 	return out, next, nil
+}
+
+// listActive is List for an unfinished status: its proposals are among
+// the unfinished ones (and the transient states), a set that does not grow
+// with history, where walking every proposal newest first to find them
+// did — the console's inbox asks for them every few seconds. It returns
+// the ids of one page and one more, newest first.
+func (s *Store) listActive(q Query, transient map[string]meta) ([]string, error) {
+	active, err := s.idx.active()
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(active, transient)
+	var after []byte
+	if q.PageToken != "" {
+		after = ageKey(q.PageToken)
+	}
+	type aged struct {
+		id  string
+		key []byte
+	}
+	var match []aged
+	for id, m := range active {
+		if m.status != q.Status || (q.Agents != nil && !slices.Contains(q.Agents, m.agent)) {
+			continue
+		}
+		if k := ageKey(id); after == nil || bytes.Compare(k, after) < 0 {
+			match = append(match, aged{id, k})
+		}
+	}
+	slices.SortFunc(match, func(a, b aged) int { return bytes.Compare(b.key, a.key) })
+	ids := make([]string, 0, min(len(match), q.PageSize+1))
+	for _, a := range match[:min(len(match), q.PageSize+1)] {
+		ids = append(ids, a.id)
+	}
+	return ids, nil
 }
 
 // WithStatus returns every unfinished proposal in one of the statuses,

@@ -197,3 +197,62 @@ func TestNewIDSortsByTime(t *testing.T) {
 		prev = id
 	}
 }
+
+// A list by status is the full list filtered by that status, page by page
+// — whether the status is finished (a walk of every proposal) or not (the
+// unfinished set), and with transient states (Mark) counted as they are.
+func TestListByStatusIsTheFilteredList(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, fsBlobs(t))
+	base := time.Date(2026, 2, 17, 10, 0, 0, 0, time.UTC)
+	statuses := []memoryv1.ProposalStatus{
+		memoryv1.ProposalStatus_PROPOSAL_STATUS_PENDING, memoryv1.ProposalStatus_PROPOSAL_STATUS_NEEDS_HUMAN_REVIEW,
+		memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED,
+		memoryv1.ProposalStatus_PROPOSAL_STATUS_REJECTED, memoryv1.ProposalStatus_PROPOSAL_STATUS_FAILED,
+	}
+	var ids []string
+	for i := range 60 {
+		r := rec([]string{"a", "b", "c"}[i%3], "run", "", base.Add(time.Duration(i)*time.Second))
+		r.Proposal.Status = statuses[(i*7)%len(statuses)]
+		_, _, err := s.Create(ctx, r)
+		require.NoError(t, err)
+		ids = append(ids, r.Proposal.GetProposalId())
+	}
+	// Transient states: an approved one applying, a failed one retried.
+	_, err := s.Mark(ids[2], func(r *Record) { r.Proposal.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING })
+	require.NoError(t, err)
+	_, err = s.Mark(ids[5], func(r *Record) { r.Proposal.Status = memoryv1.ProposalStatus_PROPOSAL_STATUS_APPROVED })
+	require.NoError(t, err)
+
+	collect := func(q Query) []string {
+		var out []string
+		for {
+			page, next, err := s.List(q)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page), q.PageSize)
+			for _, r := range page {
+				out = append(out, r.Proposal.GetProposalId())
+			}
+			if next == "" {
+				return out
+			}
+			require.Len(t, page, q.PageSize, "a full page before a next one")
+			q.PageToken = next
+		}
+	}
+	for _, agents := range [][]string{nil, {"b"}, {"c", "a"}, {}} {
+		all, _, err := s.List(Query{Agents: agents, PageSize: 1000})
+		require.NoError(t, err)
+		for _, st := range append(statuses, memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLYING) {
+			var want []string
+			for _, r := range all {
+				if r.Proposal.GetStatus() == st {
+					want = append(want, r.Proposal.GetProposalId())
+				}
+			}
+			for _, size := range []int{1, 4, 100} {
+				require.Equal(t, want, collect(Query{Agents: agents, Status: st, PageSize: size}), "agents %v status %v size %d", agents, st, size)
+			}
+		}
+	}
+}
