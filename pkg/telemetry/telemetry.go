@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -110,7 +111,11 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	// Process-level collectors go on our registry because it replaces the
 	// default one; without them /metrics would lack the usual go_* and
 	// process_* series that dashboards and alerts expect.
-	if err := t.registry.Register(collectors.NewGoCollector()); err != nil {
+	// Plus go_gc_heap_live_bytes (runtime/metrics /gc/heap/live:bytes):
+	// the heap the last collection found live, which a leak grows, without
+	// the garbage that go_memstats_heap_alloc_bytes rises and falls with.
+	liveHeap := collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})
+	if err := t.registry.Register(collectors.NewGoCollector(liveHeap)); err != nil {
 		return nil, fmt.Errorf("telemetry: register go collector: %w", err)
 	}
 	if err := t.registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {

@@ -58,6 +58,8 @@ func TestMetricsHandlerServesMeterProviderCounter(t *testing.T) {
 	assert.Regexp(t, `memory_test_writes_total\{[^}]*\} 3\b`, body)
 	// Go/process collectors are registered on the private registry.
 	assert.Contains(t, body, "go_goroutines")
+	// The live heap as of the last GC, what the soak watches for leaks.
+	assert.Regexp(t, `(?m)^go_gc_heap_live_bytes [0-9.e+]+$`, body)
 
 	// Nothing leaked into the process-global registry.
 	mfs, err := prometheus.DefaultGatherer.Gather()

@@ -523,17 +523,12 @@ func (s *soak) sample(ctx context.Context) SoakSample {
 	} else {
 		smp.FDs = len(ents)
 	}
-	if hs, err := heapAfterGC(ctx, s.d.rest, p.httpAddr, s.d.adminToken); err != nil {
-		fail("heap after GC", err)
-	} else {
-		smp.HeapMB, smp.HeapInuseMB = mb(hs.alloc), mb(hs.inuse)
-	}
 	if m, err := scrapeMetrics(ctx, s.d.rest, p.httpAddr); err != nil {
 		fail("/metrics", err)
-	} else if g, err := m.gauges("go_goroutines", "go_threads"); err != nil {
+	} else if g, err := m.gauges("go_goroutines", "go_threads", liveHeapMetric); err != nil {
 		fail("/metrics", err)
 	} else {
-		smp.Goroutines, smp.Threads = int(g["go_goroutines"]), int(g["go_threads"])
+		smp.Goroutines, smp.Threads, smp.HeapMB = int(g["go_goroutines"]), int(g["go_threads"]), mb(int64(g[liveHeapMetric]))
 		if sizes := m.byCache["memory_cache_size_bytes"]; len(sizes) > 0 {
 			smp.Caches = map[string]float64{}
 			for name, v := range sizes {
@@ -555,51 +550,14 @@ func (s *soak) sample(ctx context.Context) SoakSample {
 	return smp
 }
 
-// heapStats are runtime.MemStats figures read right after a forced GC.
-type heapStats struct{ alloc, inuse int64 }
+// liveHeapMetric is the heap the last GC found live (runtime/metrics
+// /gc/heap/live:bytes, exported by memoryd's Go collector): the heap after
+// GC without forcing one. Forcing one and reading runtime.MemStats after
+// the pprof heap text (gc=1&debug=1, what the soak read before) counted
+// the garbage allocated while that text was written — hundreds of MB under
+// load, and more as the profile grew — which looked like growth.
+const liveHeapMetric = "go_gc_heap_live_bytes"
 
-// heapAfterGC reads the heap after a full collection: the pprof heap
-// endpoint with gc=1 runs runtime.GC() first, and with debug=1 it ends
-// with runtime.MemStats, whose HeapAlloc is then the live heap. The
-// Prometheus Go collector's go_memstats_heap_* are read whenever /metrics
-// is scraped, garbage included, so they rise and fall with the GC cycle.
-func heapAfterGC(ctx context.Context, c *http.Client, addr, token string) (heapStats, error) {
-	var hs heapStats
-	body, err := httpGet(ctx, c, "http://"+addr+"/debug/pprof/heap?gc=1&debug=1", token)
-	if err != nil {
-		return hs, err
-	}
-	defer func() { _ = body.Close() }()
-	found := 0
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		for _, f := range []struct {
-			key string
-			dst *int64
-		}{{"# HeapAlloc = ", &hs.alloc}, {"# HeapInuse = ", &hs.inuse}} {
-			if v, ok := strings.CutPrefix(line, f.key); ok {
-				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				if err != nil {
-					return hs, fmt.Errorf("%s%q: %w", f.key, v, err)
-				}
-				*f.dst = n
-				found++
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return hs, err
-	}
-	if found != 2 {
-		return hs, errors.New("no HeapAlloc/HeapInuse in the heap profile")
-	}
-	return hs, nil
-}
-
-// metrics is one scrape of /metrics: unlabelled series by name, and the
-// series with a cache label (memoryd's memory_cache_*) by name and cache.
 type metrics struct {
 	plain   map[string]float64
 	byCache map[string]map[string]float64

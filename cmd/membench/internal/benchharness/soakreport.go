@@ -61,9 +61,8 @@ type SoakSample struct {
 	RSSMB  float64 `json:"rssMB"`
 	AnonMB float64 `json:"anonRssMB"`
 	FileMB float64 `json:"fileRssMB"`
-	// HeapMB is HeapAlloc right after a forced full GC: the live heap.
-	HeapMB      float64 `json:"heapAfterGcMB"`
-	HeapInuseMB float64 `json:"heapInuseAfterGcMB"`
+	// HeapMB is the heap the last GC found live (liveHeapMetric).
+	HeapMB float64 `json:"heapAfterGcMB"`
 	Goroutines  int     `json:"goroutines"`
 	Threads     int     `json:"threads"`
 	FDs         int     `json:"openFds"`
@@ -268,7 +267,7 @@ func (r *SoakReport) finish(s *soak, note string, wall time.Duration) {
 	none := allowance{}
 	r.Trends = []Trend{
 		trend(r.Samples, w, "anonymous RSS (RssAnon)", "MB", func(s SoakSample) float64 { return s.AnonMB }, o.MaxGrowth, o.AnonFloorMB, anonAllow),
-		trend(r.Samples, w, "heap after GC (HeapAlloc)", "MB", func(s SoakSample) float64 { return s.HeapMB }, o.MaxGrowth, o.HeapFloorMB, heapAllow),
+		trend(r.Samples, w, "heap after GC (live heap)", "MB", func(s SoakSample) float64 { return s.HeapMB }, o.MaxGrowth, o.HeapFloorMB, heapAllow),
 		trend(r.Samples, w, "RSS (VmRSS)", "MB", func(s SoakSample) float64 { return s.RSSMB }, 0, 0, none),
 		trend(r.Samples, w, "file-backed RSS (RssFile)", "MB", func(s SoakSample) float64 { return s.FileMB }, 0, 0, none),
 		trend(r.Samples, w, "bounded caches (memory_cache_size_bytes)", "MB", func(s SoakSample) float64 { return s.CacheMB }, 0, 0, none),
@@ -431,16 +430,16 @@ func (r *SoakReport) Markdown() string {
 	if len(rows) > 0 && len(rows) < len(r.Samples) {
 		fmt.Fprintf(&b, "%d samples in %d rows: memory as at each row's last sample.\n\n", len(r.Samples), len(rows))
 	}
-	b.WriteString("| t s | proposals | reads | RSS MB | anon MB | file MB | heap after GC MB | heap in use MB | caches MB | goroutines | threads | fds | CPU s | errors |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| t s | proposals | reads | RSS MB | anon MB | file MB | heap after GC (live) MB | caches MB | goroutines | threads | fds | CPU s | errors |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range rows {
 		s := row[len(row)-1]
 		mark := ""
 		if s.Seconds < r.WarmupSeconds {
 			mark = " (warm-up)"
 		}
-		fmt.Fprintf(&b, "| %.0f%s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %.1f | %d |\n", s.Seconds, mark, s.Proposals, s.Reads,
-			s.RSSMB, s.AnonMB, s.FileMB, s.HeapMB, s.HeapInuseMB, s.CacheMB, s.Goroutines, s.Threads, s.FDs, s.CPUSeconds, s.Errors)
+		fmt.Fprintf(&b, "| %.0f%s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %d | %.1f | %d |\n", s.Seconds, mark, s.Proposals, s.Reads,
+			s.RSSMB, s.AnonMB, s.FileMB, s.HeapMB, s.CacheMB, s.Goroutines, s.Threads, s.FDs, s.CPUSeconds, s.Errors)
 	}
 
 	if n := len(r.Samples); n > 0 && len(r.Samples[n-1].Caches) > 0 {
