@@ -258,6 +258,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (*SoakReport, error) {
 	s.logf("load: %.0f proposals/s and %.0f reads/s over %d agents for %s; sampling every %s, warm-up %s",
 		o.Rate, o.ReadRate, o.Agents, o.Duration, o.SampleEvery, o.warmup())
 	note := s.run(ctx, rep)
+	s.logf("the commit stream was resumed %d times (memoryd ends streams at the connections' maximum age)", s.cw.resumedStreams())
 
 	// A clean stop is part of the run: SIGTERM, then memoryd drains and
 	// exits 0.

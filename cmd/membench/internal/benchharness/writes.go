@@ -19,6 +19,7 @@ type commitWatcher struct {
 	seen    map[string]time.Time
 	waiters map[string]chan time.Time
 	err     error
+	resumed int
 }
 
 // watchCommits follows the commits after head (so none made after this
@@ -29,34 +30,72 @@ func watchCommits(ctx context.Context, pa memoryv1.ProposalApplyServiceClient, h
 		return nil, err
 	}
 	w := &commitWatcher{seen: map[string]time.Time{}, waiters: map[string]chan time.Time{}}
-	go func() {
-		for {
-			resp, err := stream.Recv()
-			now := time.Now()
-			w.mu.Lock()
-			if err != nil {
-				w.err = err
-				for _, ch := range w.waiters {
-					close(ch)
+	go w.follow(ctx, pa, stream, head)
+	return w, nil
+}
+
+// follow delivers the stream's commits. A stream ends when the server
+// says so — memoryd closes every connection after its maximum age (30
+// minutes by default), and restarts — so, as any client of WatchCommits
+// must, it resumes after the last commit it saw; only ctx ending, or ten
+// failed attempts in a row, ends it.
+func (w *commitWatcher) follow(ctx context.Context, pa memoryv1.ProposalApplyServiceClient, stream memoryv1.ProposalApplyService_WatchCommitsClient, last string) {
+	got := false // commits on this stream
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			if !got {
+				time.Sleep(200 * time.Millisecond) // a stream that ends at once: do not spin
+			}
+			got = false
+			for attempt := 1; ctx.Err() == nil && attempt <= 10; attempt++ {
+				if stream, err = pa.WatchCommits(ctx, &memoryv1.WatchCommitsRequest{FromSha: last}); err == nil {
+					w.mu.Lock()
+					w.resumed++
+					w.mu.Unlock()
+					break
 				}
-				w.waiters = map[string]chan time.Time{}
-				w.mu.Unlock()
+				time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+			}
+			if err != nil {
+				w.fail(err)
 				return
 			}
-			id := resp.GetCommit().GetProposalId()
-			if ch, ok := w.waiters[id]; ok {
-				ch <- now
-				delete(w.waiters, id)
-			} else if id != "" {
-				if len(w.seen) > 100000 {
-					w.seen = map[string]time.Time{}
-				}
-				w.seen[id] = now
-			}
-			w.mu.Unlock()
+			continue
 		}
-	}()
-	return w, nil
+		now := time.Now()
+		got, last = true, resp.GetCommit().GetSha()
+		id := resp.GetCommit().GetProposalId()
+		w.mu.Lock()
+		if ch, ok := w.waiters[id]; ok {
+			ch <- now
+			delete(w.waiters, id)
+		} else if id != "" {
+			if len(w.seen) > 100000 {
+				w.seen = map[string]time.Time{}
+			}
+			w.seen[id] = now
+		}
+		w.mu.Unlock()
+	}
+}
+
+// fail ends the watch: every waiter, and every later wait, gets err.
+func (w *commitWatcher) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = err
+	for _, ch := range w.waiters {
+		close(ch)
+	}
+	w.waiters = map[string]chan time.Time{}
+}
+
+// resumedStreams is how many times the stream was resumed.
+func (w *commitWatcher) resumedStreams() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.resumed
 }
 
 // wait returns when the commit of proposal id arrived on the stream.
