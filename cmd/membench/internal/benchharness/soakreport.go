@@ -62,11 +62,11 @@ type SoakSample struct {
 	AnonMB float64 `json:"anonRssMB"`
 	FileMB float64 `json:"fileRssMB"`
 	// HeapMB is the heap the last GC found live (liveHeapMetric).
-	HeapMB float64 `json:"heapAfterGcMB"`
-	Goroutines  int     `json:"goroutines"`
-	Threads     int     `json:"threads"`
-	FDs         int     `json:"openFds"`
-	CPUSeconds  float64 `json:"cpuSeconds"`
+	HeapMB     float64 `json:"heapAfterGcMB"`
+	Goroutines int     `json:"goroutines"`
+	Threads    int     `json:"threads"`
+	FDs        int     `json:"openFds"`
+	CPUSeconds float64 `json:"cpuSeconds"`
 	// CacheMB is the sum of memoryd's memory_cache_size_bytes (its own
 	// accounting of what its bounded caches hold; 0 when not exported),
 	// CacheMaxMB the sum of their memory_cache_max_size_bytes, Caches the
