@@ -35,10 +35,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fs := flag.NewFlagSet("membench quality", flag.ContinueOnError)
 		data := fs.String("data", "../shared/data", "directory holding scifact/ (BEIR) and locomo/")
 		work := fs.String("work", "", "working directory for the repository and index (default: a temporary one)")
+		agentmem := fs.String("agentmem", "cmd/membench/testdata/agentmem", "our own agent-memory question set")
+		only := fs.String("only", "", "measure only these sets, comma-separated: scifact, locomo, agentmem (default: all)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
-		return quality(ctx, *data, *work, out)
+		return quality(ctx, qualityOptions{data: *data, work: *work, agentMemory: *agentmem, only: *only}, out)
 	case "perf":
 		return perf(ctx, args[1:], out)
 	case "soak":

@@ -32,7 +32,19 @@ const (
 	scifactAgent    = "scifact"
 )
 
-func quality(ctx context.Context, dataDir, work string, out io.Writer) error {
+// qualityOptions are membench quality's flags.
+type qualityOptions struct {
+	data, work, agentMemory string
+	// only names the sets to measure ("" = all).
+	only string
+}
+
+func (o qualityOptions) wants(set string) bool {
+	return o.only == "" || slices.Contains(strings.Split(o.only, ","), set)
+}
+
+func quality(ctx context.Context, o qualityOptions, out io.Writer) error {
+	work := o.work
 	if work == "" {
 		dir, err := os.MkdirTemp("", "membench-")
 		if err != nil {
@@ -45,20 +57,40 @@ func quality(ctx context.Context, dataDir, work string, out io.Writer) error {
 		}()
 		work = dir
 	}
-	sf := filepath.Join(dataDir, "scifact")
-	if _, err := os.Stat(filepath.Join(sf, "corpus.jsonl")); err != nil {
-		if _, err := fmt.Fprintf(out, "SciFact: no data at %s — skipped\n", sf); err != nil {
+	if o.wants("scifact") {
+		sf := filepath.Join(o.data, "scifact")
+		if _, err := os.Stat(filepath.Join(sf, "corpus.jsonl")); err != nil {
+			if _, err := fmt.Fprintf(out, "SciFact: no data at %s — skipped\n", sf); err != nil {
+				return err
+			}
+		} else if err := scifact(ctx, sf, work, out); err != nil {
 			return err
 		}
-	} else if err := scifact(ctx, sf, work, out); err != nil {
-		return err
 	}
-	lc := filepath.Join(dataDir, "locomo", "locomo10.json")
-	if _, err := os.Stat(lc); err != nil {
-		_, err := fmt.Fprintf(out, "LoCoMo: no data at %s — skipped\n", lc)
-		return err
+	if o.wants("locomo") {
+		lc := filepath.Join(o.data, "locomo", "locomo10.json")
+		if _, err := os.Stat(lc); err != nil {
+			if _, err := fmt.Fprintf(out, "LoCoMo: no data at %s — skipped\n", lc); err != nil {
+				return err
+			}
+		} else {
+			set, err := loadLocomo(lc)
+			if err != nil {
+				return err
+			}
+			if err := retrieval(ctx, set, work, out); err != nil {
+				return err
+			}
+		}
 	}
-	return locomo(ctx, lc, work, out)
+	if o.wants("agentmem") {
+		set, err := loadAgentMemory(o.agentMemory)
+		if err != nil {
+			return err
+		}
+		return retrieval(ctx, set, work, out)
+	}
+	return nil
 }
 
 // searchServer runs the search-index service on a loopback gRPC server, as
@@ -135,40 +167,49 @@ func scifact(ctx context.Context, dir, work string, out io.Writer) error {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	run := ireval.Run{}
+	// Each query twice: as searched, and expanded (RM3, `expand`), the
+	// component context assembly may switch on (--context-expand).
+	runs := map[bool]ireval.Run{false: {}, true: {}}
 	lat := make([]time.Duration, 0, len(ids))
 	start = time.Now()
-	for _, qid := range ids {
-		t0 := time.Now()
-		resp, err := client.Search(callCtx, &memoryv1.SearchRequest{Query: queries[qid], TopK: 100, AgentId: scifactAgent, Layer: 2})
-		if err != nil {
-			return fmt.Errorf("query %s: %w", qid, err)
-		}
-		lat = append(lat, time.Since(t0))
-		best := map[string]float64{}
-		for _, r := range resp.GetResults() {
-			doc := strings.TrimSuffix(strings.TrimPrefix(r.GetFile(), "memory/"+scifactAgent+"/runs/run_"), ".md")
-			if doc == qid { // BEIR: a hit whose id equals the query id is removed
-				continue
+	for _, expand := range []bool{false, true} {
+		run := runs[expand]
+		for _, qid := range ids {
+			t0 := time.Now()
+			resp, err := client.Search(callCtx, &memoryv1.SearchRequest{Query: queries[qid], TopK: 100, AgentId: scifactAgent, Layer: 2, Expand: expand})
+			if err != nil {
+				return fmt.Errorf("query %s: %w", qid, err)
 			}
-			if s, ok := best[doc]; !ok || r.GetScore() > s {
-				best[doc] = r.GetScore()
+			if !expand {
+				lat = append(lat, time.Since(t0))
 			}
-		}
-		for doc, s := range best {
-			run[qid] = append(run[qid], ireval.Hit{DocID: doc, Score: s})
+			best := map[string]float64{}
+			for _, r := range resp.GetResults() {
+				doc := strings.TrimSuffix(strings.TrimPrefix(r.GetFile(), "memory/"+scifactAgent+"/runs/run_"), ".md")
+				if doc == qid { // BEIR: a hit whose id equals the query id is removed
+					continue
+				}
+				if s, ok := best[doc]; !ok || r.GetScore() > s {
+					best[doc] = r.GetScore()
+				}
+			}
+			for doc, s := range best {
+				run[qid] = append(run[qid], ireval.Hit{DocID: doc, Score: s})
+			}
 		}
 	}
 	queryTime := time.Since(start)
 	slices.Sort(lat)
-	ndcg, recall := ireval.NDCG(qrels, run, 10), ireval.Recall(qrels, run, 100)
+	ndcg, recall := ireval.NDCG(qrels, runs[false], 10), ireval.Recall(qrels, runs[false], 100)
+	xNDCG, xRecall := ireval.NDCG(qrels, runs[true], 10), ireval.Recall(qrels, runs[true], 100)
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "## SciFact (BEIR test, %d queries, %d documents) through search-index over gRPC\n\n", len(ids), len(corpus))
 	fmt.Fprintf(&b, "| metric | Garden Bloom | Lucene BM25 (flat) | ratio |\n|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| nDCG@10 | %.4f | %.4f | %.3f |\n", ndcg, luceneNDCG10, ndcg/luceneNDCG10)
 	fmt.Fprintf(&b, "| Recall@100 | %.4f | %.4f | %.3f |\n", recall, luceneRecall100, recall/luceneRecall100)
-	fmt.Fprintf(&b, "\nindex %d documents: %s; %d queries: %s; query latency p50 %s, p95 %s\n",
+	fmt.Fprintf(&b, "\nwith query expansion (RM3, `expand`): nDCG@10 %.4f (%+.4f), Recall@100 %.4f (%+.4f)\n", xNDCG, xNDCG-ndcg, xRecall, xRecall-recall)
+	fmt.Fprintf(&b, "\nindex %d documents: %s; %d queries twice: %s; query latency (not expanded) p50 %s, p95 %s\n",
 		len(corpus), indexTime.Round(time.Millisecond), len(ids), queryTime.Round(time.Millisecond),
 		lat[len(lat)/2].Round(10*time.Microsecond), lat[len(lat)*95/100].Round(10*time.Microsecond))
 	_, err = io.WriteString(out, b.String())

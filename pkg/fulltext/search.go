@@ -44,6 +44,9 @@ type Query struct {
 	// chunk's lines themselves: marking an excerpt analyses the chunk's
 	// text again.
 	OmitExcerpts bool
+	// Expand adds words of the first pass's best chunks to the query
+	// (pseudo-relevance feedback, expand.go) when it has no phrase.
+	Expand bool
 }
 
 // Hit is one matching chunk.
@@ -103,7 +106,38 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		}
 	}
 
-	// Filters score nothing (boost 0): they select, BM25 alone ranks.
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var query bluge.Query = match
+	if q.Expand && len(phrases) == 0 {
+		// Pseudo-relevance feedback (expand.go): the first pass's best
+		// chunks lend their words to the second.
+		fb, _, err := ix.collect(ctx, q, ix.filtered(q, match), feedbackDocs, true)
+		if err != nil {
+			return nil, err
+		}
+		if expanded := ix.expanded(q.Text, fb); expanded != nil {
+			query = expanded
+		}
+	}
+	hits, total, err := ix.collect(ctx, q, ix.filtered(q, query), topK, !q.OmitExcerpts)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{State: ix.cur.state, TotalHits: total}
+	for _, h := range hits {
+		if !q.OmitExcerpts {
+			h.Excerpt = ix.excerpt(h.text, wanted)
+		}
+		res.Hits = append(res.Hits, h.Hit)
+	}
+	res.Took = time.Since(start)
+	return res, nil
+}
+
+// filtered is match within q's filters. Filters score nothing (boost 0):
+// they select, BM25 alone ranks.
+func (ix *Index) filtered(q Query, match bluge.Query) bluge.Query {
 	root := bluge.NewBooleanQuery().AddMust(match)
 	filter := func(field, value string) {
 		root.AddMust(bluge.NewTermQuery(value).SetField(field).SetBoost(0))
@@ -127,28 +161,36 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	if q.PathPrefix != "" {
 		root.AddMust(bluge.NewPrefixQuery(q.PathPrefix).SetField(fieldPath).SetBoost(0))
 	}
+	return root
+}
 
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
+// textHit is a hit with its chunk's text (when asked for).
+type textHit struct {
+	Hit
+	text string
+}
+
+// collect runs root for the topK best chunks; ix.mu is read-locked.
+func (ix *Index) collect(ctx context.Context, q Query, root bluge.Query, topK int, wantText bool) ([]textHit, int, error) {
 	req := bluge.NewTopNSearch(topK, root).WithStandardAggregations()
 	it, err := ix.cur.reader.Search(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	res := &Result{State: ix.cur.state}
+	var out []textHit
 	for m, err := it.Next(); m != nil || err != nil; m, err = it.Next() {
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		h := Hit{Score: m.Score}
-		var chunkText, id string
+		h := textHit{Hit: Hit{Score: m.Score}}
+		var id string
 		if err := m.VisitStoredFields(func(field string, value []byte) bool {
 			switch field {
 			case "_id":
 				id = string(value)
 			case fieldText:
-				if !q.OmitExcerpts {
-					chunkText = string(value)
+				if wantText {
+					h.text = string(value)
 				}
 			case fieldPath:
 				h.Path = string(value)
@@ -165,7 +207,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 			}
 			return true
 		}); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		// Chunks a new version left unchanged are not rewritten, so the
 		// version and span come from the file's bookkeeping.
@@ -174,14 +216,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		if start, end, ok := fm.span(h.Path, id); ok {
 			h.StartLine, h.EndLine = start, end
 		}
-		if !q.OmitExcerpts {
-			h.Excerpt = ix.excerpt(chunkText, wanted)
-		}
-		res.Hits = append(res.Hits, h)
+		out = append(out, h)
 	}
-	res.TotalHits = int(it.Aggregations().Count())
-	res.Took = time.Since(start)
-	return res, nil
+	return out, int(it.Aggregations().Count()), nil
 }
 
 // span is a matched word's bytes in a text.

@@ -1,11 +1,9 @@
 package contextassembly
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -26,17 +24,6 @@ const (
 	maxHintBytes  = 4096
 )
 
-// candidate is a section competing for the budget after Layer 1.
-type candidate struct {
-	section *memoryv1.ContextSection
-	// hits are the search-hit chunks of a source, used when the whole
-	// source does not fit.
-	hits []*memoryv1.ContextSection
-	// source is the whole source a hit came from (its content is already
-	// read, so the hit's lines are cut from it).
-	source *memoryv1.ContextSection
-}
-
 // assembleRequest is a validated AssembleContext request: budget and topK
 // are set (defaults applied).
 type assembleRequest struct {
@@ -50,7 +37,7 @@ type assembleRequest struct {
 // agent's sources and search hits for the query hint by score, within the
 // budget.
 func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.AssembleContextResponse, error) {
-	budget, topK := req.budget, req.topK
+	budget := req.budget
 	files, commit, err := s.at(ctx, req.agent, req.at)
 	if err != nil {
 		return nil, err
@@ -111,17 +98,18 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 		warn(staleWarningText(req.agent, n))
 	}
 
-	// 2. Search hits for the hint, grouped by file.
-	hitsByFile := map[string][]*memoryv1.ContextSection{}
-	best := map[string]float64{}
+	// 2. Search hits for the hint, as many as the budget left can use.
+	var hits []*memoryv1.SearchResult
 	if hint := strings.TrimSpace(req.queryHint); hint != "" {
 		if s.deps.Search == nil {
 			warn("search is not configured: no hits for the query hint")
 		} else {
 			// The hint is an agent's words, not query syntax: its quotes,
 			// AND/OR/NOT, -word or field:value require and filter nothing.
-			sreq := &memoryv1.SearchRequest{Query: fulltext.NaturalQuery(hint), TopK: int32(topK), AgentId: req.agent,
-				OmitExcerpts: true} // fillHit reads the lines
+			sreq := &memoryv1.SearchRequest{Query: fulltext.NaturalQuery(hint), AgentId: req.agent,
+				TopK:         int32(s.retrieval.topK(req.topK, budget-int(resp.TotalTokens))),
+				OmitExcerpts: true, // the packer reads the lines
+				Expand:       s.retrieval.Expand}
 			if req.at != "" {
 				sreq.At = sha // hits as of the very commit read, not the index's head
 			}
@@ -137,78 +125,35 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 					warn("the search index is behind this commit; hits may miss the newest changes")
 				}
 				for _, r := range res.GetResults() {
-					if inLayer1[r.GetFile()] {
-						continue // already there in full
+					if !inLayer1[r.GetFile()] { // already there in full
+						hits = append(hits, r)
 					}
-					sec := &memoryv1.ContextSection{Kind: "search_hit", File: r.GetFile(), Span: r.GetSpan(), Commit: r.GetCommit(),
-						Score: r.GetScore(), Layer: r.GetLayer()}
-					hitsByFile[r.GetFile()] = append(hitsByFile[r.GetFile()], sec)
-					best[r.GetFile()] = max(best[r.GetFile()], r.GetScore())
 				}
 			}
 		}
 	}
 
-	// 3. The agent's sources, whole, ranked by their best hit.
-	var cands []candidate
+	// 3. Hits and sources within the budget (pack.go).
+	var srcs []*memoryv1.ContextSection
 	if !req.excludeSources {
-		srcs, err := s.sources(ctx, req.agent)
+		srcs, err = s.sources(ctx, req.agent)
 		if err != nil {
 			s.logger.Warn("object store unavailable for context assembly", "err", err)
 			warn("object store unavailable: sources left out")
 		}
-		for _, sec := range srcs {
-			sec.Score = best[sec.File]
-			cands = append(cands, candidate{section: sec, hits: hitsByFile[sec.File]})
-			delete(hitsByFile, sec.File)
-		}
 	}
-	for _, hits := range hitsByFile {
-		for _, sec := range hits {
-			cands = append(cands, candidate{section: sec})
-		}
+	packed := s.packHits(ctx, files, int(resp.TotalTokens), budget, hits, srcs)
+	for _, sec := range packed.sections {
+		resp.Sections = append(resp.Sections, sec)
+		resp.TokensByLayer[map[string]string{"source": "sources", "search_hit": "search"}[sec.Kind]] += int32(s.count(sec.File)) + sec.Tokens
 	}
-	byScore := func(a, b candidate) int {
-		if c := cmp.Compare(b.section.Score, a.section.Score); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.section.File, b.section.File); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.section.GetSpan().GetStartLine(), b.section.GetSpan().GetStartLine())
+	resp.TotalTokens += int32(packed.spent)
+	resp.Truncated = resp.Truncated || packed.truncated
+	for _, w := range packed.warnings {
+		warn(w)
 	}
-	slices.SortFunc(cands, byScore)
-	// Greedy by score: a source that does not fit whole goes back into the
-	// pool as its matching chunks, each competing with its own score.
-	for len(cands) > 0 {
-		c := cands[0]
-		cands = cands[1:]
-		sec := c.section
-		if sec.Kind == "search_hit" && sec.Content == "" {
-			src := ""
-			if c.source != nil {
-				src, sec.Commit = c.source.Content, c.source.Commit
-			}
-			if err := s.fillHit(ctx, files, sec, src); err != nil {
-				warn(fmt.Sprintf("%s: %v", sec.File, err))
-				continue
-			}
-		}
-		bucket := map[string]string{"source": "sources", "search_hit": "search"}[sec.Kind]
-		if add(sec, bucket) {
-			continue
-		}
-		resp.Truncated = true
-		if len(c.hits) > 0 {
-			for _, hit := range c.hits {
-				cands = append(cands, candidate{section: hit, source: sec})
-			}
-			slices.SortFunc(cands, byScore)
-			continue
-		}
-		if sec.Kind == "source" {
-			warn(fmt.Sprintf("%s left out: over the budget", sec.File))
-		}
+	if packed.leftOut > 0 {
+		warn(fmt.Sprintf("%d of %d sources left out: over the budget", packed.leftOut, len(srcs)))
 	}
 	return resp, nil
 }
@@ -260,31 +205,4 @@ func (s *Service) sourceText(ctx context.Context, info blob.Info) (text, etag st
 		s.sourceTexts.Put(contentKey{source: info.Key, etag: got.ETag}, text, contentEntryCost+int64(len(info.Key)+len(got.ETag)+len(text)))
 	}
 	return text, got.ETag, nil
-}
-
-// fillHit loads a hit's lines: from its source's content already read, or
-// from the repository at the assembled commit, so the content matches the
-// version the context is stamped with.
-func (s *Service) fillHit(ctx context.Context, files agentFiles, sec *memoryv1.ContextSection, source string) error {
-	if source == "" {
-		data, err := files.repo.ReadFile(ctx, files.commit, sec.File)
-		if err != nil {
-			return fmt.Errorf("not readable at this commit")
-		}
-		source = string(data)
-		sec.Commit = files.commit.String()
-	}
-	sec.Content = chunkOf(source, sec.GetSpan())
-	sec.Tokens = int32(s.count(sec.Content))
-	return nil
-}
-
-// chunkOf returns lines span.start..span.end of text.
-func chunkOf(text string, span *memoryv1.Span) string {
-	lines := strings.Split(text, "\n")
-	from, to := int(span.GetStartLine())-1, int(span.GetEndLine())
-	if from < 0 || to > len(lines) || from >= to {
-		return ""
-	}
-	return strings.Join(lines[from:to], "\n") + "\n"
 }

@@ -213,12 +213,9 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	if len(req.GetQueryHint()) > maxHintBytes {
 		return nil, apierr.InvalidArgument("query_hint", fmt.Sprintf("query_hint is longer than %d bytes", maxHintBytes))
 	}
-	topK := int(req.GetTopK())
+	topK := int(req.GetTopK()) // 0: sized by the budget (Retrieval.topK)
 	if topK < 0 || topK > 100 {
 		return nil, apierr.InvalidArgument("top_k", "top_k must be 1 to 100")
-	}
-	if topK == 0 {
-		topK = DefaultTopK
 	}
 	return h.svc.assemble(ctx, assembleRequest{agent: req.GetAgentId(), at: req.GetAt(), budget: budget,
 		queryHint: req.GetQueryHint(), topK: topK, excludeSources: req.GetExcludeSources()})

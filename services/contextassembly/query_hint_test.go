@@ -35,7 +35,8 @@ func (s serviceSearch) Search(ctx context.Context, in *memoryv1.SearchRequest, o
 // loopback gRPC), the agent's sources in a folder object store.
 type hintEnv struct {
 	*env
-	blobs blob.Store
+	blobs  blob.Store
+	search memoryv1.SearchIndexServiceClient
 }
 
 func newHintEnv(t *testing.T) *hintEnv {
@@ -60,7 +61,7 @@ func newHintEnv(t *testing.T) *hintEnv {
 	require.NoError(t, err)
 	server := grpctest.Serve(t, svc.Register)
 	e := &hintEnv{env: &env{t: t, repo: repo, client: memoryv1.NewContextAssemblyServiceClient(server.Conn), server: server,
-		when: time.Date(2026, 2, 17, 9, 0, 0, 0, time.UTC)}, blobs: blobs}
+		when: time.Date(2026, 2, 17, 9, 0, 0, 0, time.UTC)}, blobs: blobs, search: client}
 	seedAgent(e.env)
 
 	for key, text := range map[string]string{

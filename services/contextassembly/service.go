@@ -48,6 +48,9 @@ type Deps struct {
 	Usage memoryv1.ProposalApplyServiceClient
 	// MeterProvider receives the caches' figures (nil: not measured).
 	MeterProvider metric.MeterProvider
+	// Retrieval tunes what fills the budget after Layer 1; the zero value
+	// is DefaultRetrieval.
+	Retrieval *Retrieval
 	// Now is the clock GetStaleFacts judges expiry by; nil = time.Now.
 	// Reads judge it by the commit's time instead (stale.go).
 	Now func() time.Time
@@ -71,6 +74,7 @@ type Service struct {
 	counts *blobCounts
 	// sourceTexts holds the object-store sources' texts by key and ETag.
 	sourceTexts *lru.Cache[contentKey, string]
+	retrieval   Retrieval
 	// agentCommits lists each agent's commits for ListHistory.
 	agentCommits history.AgentIndex
 
@@ -102,7 +106,14 @@ func New(d Deps) (*Service, error) {
 		return nil, err
 	}
 	logger := d.Logger.With("service", "context-assembly")
-	s := &Service{deps: d, logger: logger, counter: counter, repo: memrepo.LazyFor(d.Repo, d.RepoPath),
+	retrieval := DefaultRetrieval
+	if d.Retrieval != nil {
+		if err := d.Retrieval.Validate(); err != nil {
+			return nil, err
+		}
+		retrieval = *d.Retrieval
+	}
+	s := &Service{deps: d, logger: logger, counter: counter, repo: memrepo.LazyFor(d.Repo, d.RepoPath), retrieval: retrieval,
 		blocks: lru.New[plumbing.Hash, []memread.Block](blockCacheSize), reads: lru.New[readKey, *folderRead](readCacheSize),
 		counts: newBlobCounts(blobCountSize), sourceTexts: lru.New[contentKey, string](sourceCacheSize),
 		usage: newUsage(d.Usage, logger)}

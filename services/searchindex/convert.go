@@ -14,7 +14,7 @@ import (
 func searchQuery(req *memoryv1.SearchRequest) fulltext.Query {
 	return fulltext.Query{Text: req.GetQuery(), TopK: int(req.GetTopK()), AgentID: req.GetAgentId(),
 		Layer: int(req.GetLayer()), Kinds: req.GetKinds(), PathPrefix: req.GetPathPrefix(),
-		OmitExcerpts: req.GetOmitExcerpts()}
+		OmitExcerpts: req.GetOmitExcerpts(), Expand: req.GetExpand()}
 }
 
 func searchResponse(res *searchResult) *memoryv1.SearchResponse {

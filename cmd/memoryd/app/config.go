@@ -20,6 +20,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/httplimit"
 	"github.com/garden-bloom/memory/pkg/ratelimit"
 	"github.com/garden-bloom/memory/services/console"
+	"github.com/garden-bloom/memory/services/contextassembly"
 	"github.com/garden-bloom/memory/services/gateway"
 	"github.com/garden-bloom/memory/services/proposalapply"
 	"github.com/garden-bloom/memory/services/searchindex"
@@ -45,6 +46,7 @@ type Config struct {
 	GRPC          grpcserver.Limits // --grpc-max-* connection limits
 	Gateway       gateway.Config
 	Console       console.Config
+	Retrieval     contextassembly.Retrieval
 	ProposalApply proposalapply.Config
 	FactTTL       proposalapply.TTLConfig // --ttl-interval
 	SearchIndex   searchindex.Config
@@ -258,6 +260,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.GRPC.RegisterFlags(fs)
 	c.Gateway.RegisterFlags(fs)
 	c.Console.RegisterFlags(fs)
+	c.Retrieval.RegisterFlags(fs)
 	c.ProposalApply.RegisterFlags(fs)
 	c.FactTTL.RegisterFlags(fs)
 	c.SearchIndex.RegisterFlags(fs)
@@ -311,6 +314,11 @@ func (c *Config) Validate() error {
 		}
 		if c.SearchIndex.IndexDir == "" {
 			c.SearchIndex.IndexDir = filepath.Join(c.Storage.DataDir, "search-index")
+		}
+	}
+	if mods.Has(ModuleContextAssembly) {
+		if err := c.Retrieval.Validate(); err != nil {
+			return err
 		}
 	}
 	if mods.Has(ModuleConsole) {

@@ -411,7 +411,8 @@ func (a *App) initSearchIndex(context.Context) (modules.Module, error) {
 // clients of search-index (query hints) and proposal-apply (usage).
 func (a *App) initContextAssembly(context.Context) (modules.Module, error) {
 	deps := contextassembly.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Repo: a.sharedRepo, Logger: a.logger,
-		TokenEncoding: a.cfg.ProposalApply.TokenEncoding, MeterProvider: a.tel.MeterProvider(), Blobs: a.objects}
+		TokenEncoding: a.cfg.ProposalApply.TokenEncoding, MeterProvider: a.tel.MeterProvider(), Blobs: a.objects,
+		Retrieval: &a.cfg.Retrieval}
 	if addr := a.serviceAddr(ModuleSearchIndex); addr != "" {
 		conn, err := a.serviceConn("context-assembly", addr)
 		if err != nil {

@@ -52,7 +52,12 @@ type SearchRequest struct {
 	Filters *SearchFilters `protobuf:"bytes,9,opt,name=filters,proto3" json:"filters,omitempty"`
 	// The Mastra adapter's name for top_k (architecture "search_memory");
 	// giving both with different values is a 400.
-	K             int32 `protobuf:"varint,10,opt,name=k,proto3" json:"k,omitempty"`
+	K int32 `protobuf:"varint,10,opt,name=k,proto3" json:"k,omitempty"`
+	// Expand the query with the words of its first pass's best chunks
+	// (pseudo-relevance feedback, RM3): a second pass finds chunks that share
+	// no word with the query but many with what it found. Ignored for a query
+	// with a quoted phrase. Context assembly asks for it for query hints.
+	Expand        bool `protobuf:"varint,11,opt,name=expand,proto3" json:"expand,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -155,6 +160,13 @@ func (x *SearchRequest) GetK() int32 {
 		return x.K
 	}
 	return 0
+}
+
+func (x *SearchRequest) GetExpand() bool {
+	if x != nil {
+		return x.Expand
+	}
+	return false
 }
 
 // SearchFilters are search-notes' filters as the spec nests them.
@@ -631,7 +643,7 @@ var File_gardenbloom_memory_v1_search_index_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"\n" +
-	"(gardenbloom/memory/v1/search_index.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\x02\n" +
+	"(gardenbloom/memory/v1/search_index.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb9\x02\n" +
 	"\rSearchRequest\x12\x10\n" +
 	"\x05query\x18\x01 \x01(\tR\x01q\x12\x13\n" +
 	"\x05top_k\x18\x02 \x01(\x05R\x04topK\x12\x19\n" +
@@ -644,7 +656,8 @@ const file_gardenbloom_memory_v1_search_index_proto_rawDesc = "" +
 	"\x02at\x18\b \x01(\tR\x02at\x12>\n" +
 	"\afilters\x18\t \x01(\v2$.gardenbloom.memory.v1.SearchFiltersR\afilters\x12\f\n" +
 	"\x01k\x18\n" +
-	" \x01(\x05R\x01k\"@\n" +
+	" \x01(\x05R\x01k\x12\x16\n" +
+	"\x06expand\x18\v \x01(\bR\x06expand\"@\n" +
 	"\rSearchFilters\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x14\n" +
 	"\x05layer\x18\x02 \x01(\x05R\x05layer\"\xe0\x01\n" +

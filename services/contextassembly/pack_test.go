@@ -1,0 +1,106 @@
+package contextassembly
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
+	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/tokens"
+)
+
+// longSession puts a 60-turn source in whose turn 31 asks about a zeppelin
+// and turn 32 answers it, without the word.
+func longSession(t *testing.T, e *hintEnv) string {
+	var b strings.Builder
+	b.WriteString("# Long session — 3 May 2026\n\n")
+	for i := 1; i <= 60; i++ {
+		switch i {
+		case 31:
+			b.WriteString("- [T31] Ana: did you ever fly in the zeppelin over the lake?\n")
+		case 32:
+			b.WriteString("- [T32] Ben: yes, on my birthday, it was windy\n")
+		default:
+			fmt.Fprintf(&b, "- [T%d] Ana: we talked about the garden and the weather, part %d of a long day\n", i, i)
+		}
+	}
+	const key = "agents/cur/sources/long.md"
+	_, err := blob.PutBytes(context.Background(), e.blobs, key, []byte(b.String()), blob.PutOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		r, err := e.search.Search(context.Background(), &memoryv1.SearchRequest{Query: "zeppelin", AgentId: "cur"})
+		return err == nil && len(r.GetResults()) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the source is indexed")
+	return key
+}
+
+// count is the tokens of s, as context assembly counts them.
+func count(t *testing.T, s string) int {
+	c, err := tokens.New("")
+	require.NoError(t, err)
+	return c.Count(s)
+}
+
+// Issue #29, point 1: "Pack what answers, not whole files … give each hit
+// a little surrounding context … include a whole source only when its score
+// share justifies its token share".
+func TestPackingTakesTheHitWithItsContextNotTheWholeSource(t *testing.T) {
+	e := newHintEnv(t)
+	key := longSession(t, e)
+
+	resp, err := e.client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur", QueryHint: "did anyone fly in the zeppelin?", Budget: 400})
+	require.NoError(t, err)
+	require.LessOrEqual(t, resp.GetTotalTokens(), int32(400))
+	var sec *memoryv1.ContextSection
+	for _, s := range resp.GetSections() {
+		if s.GetFile() == key {
+			sec = s
+		}
+	}
+	require.NotNil(t, sec, "the hit's file is in: %v", resp.GetSections())
+	require.Equal(t, "search_hit", sec.GetKind(), "an excerpt, not the 60 turns")
+	require.Contains(t, sec.GetContent(), "[T31] Ana: did you ever fly in the zeppelin")
+	require.Contains(t, sec.GetContent(), "[T32] Ben: yes, on my birthday", "the answer next to the hit, though it shares no word with the hint")
+	require.True(t, strings.HasPrefix(sec.GetContent(), "# Long session — 3 May 2026\n"), "under its heading (the session's date):\n%s", sec.GetContent())
+	require.NotContains(t, sec.GetContent(), "part 10 of a long day")
+	require.Equal(t, int32(count(t, sec.GetContent())), sec.GetTokens())
+
+	// With room for everything, every source goes in whole.
+	all, err := e.client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur", QueryHint: "zeppelin", Budget: 100_000})
+	require.NoError(t, err)
+	kinds := map[string]string{}
+	for _, s := range all.GetSections() {
+		kinds[s.GetFile()] = s.GetKind()
+	}
+	for _, f := range []string{key, "agents/cur/sources/session-1.md", "agents/cur/sources/session-2.md", "agents/cur/sources/session-3.md"} {
+		require.Equal(t, "source", kinds[f], f)
+	}
+}
+
+// Whatever the budget, the context keeps to it, and every section's tokens
+// are its content's.
+func TestPackingKeepsToEveryBudget(t *testing.T) {
+	e := newHintEnv(t)
+	longSession(t, e)
+	for budget := 50; budget <= 3000; budget += 37 {
+		resp, err := e.client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur", QueryHint: "zeppelin garden weather move", Budget: int32(budget)})
+		require.NoError(t, err)
+		require.LessOrEqual(t, resp.GetTotalTokens(), int32(budget), "budget %d", budget)
+		sum := int32(0)
+		for _, s := range resp.GetSections() {
+			if s.GetKind() != "layer1" {
+				require.Equal(t, int32(count(t, s.GetContent())), s.GetTokens(), "budget %d: %s", budget, s.GetFile())
+			}
+			sum += int32(count(t, s.GetFile())) + s.GetTokens()
+		}
+		for _, w := range resp.GetWarnings() {
+			sum += int32(count(t, w))
+		}
+		require.Equal(t, resp.GetTotalTokens(), sum, "budget %d: sections and warnings are the total", budget)
+	}
+}
