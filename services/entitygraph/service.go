@@ -428,13 +428,16 @@ func (s *Service) aheadOfRepo(ctx context.Context, repo *memrepo.Repo, last plum
 	return errors.Is(err, memrepo.ErrRevisionNotFound)
 }
 
-// replayWindow bounds how many commits are read ahead of the one being
-// applied; a long replay saves its progress at least replaySaveMin apart,
-// and saveCostFactor times as long as its last save took (saves of a big
-// graph take seconds, which a first start would otherwise spend over and
-// over).
+// replayWindow is how many commits a replay reads ahead of the one being
+// applied, per worker: enough to keep every worker busy, few enough that
+// what they hold stays small — each holds a commit's changed files, and
+// with 64 read ahead a follower that fell behind a 1-hour soak held 80 MB
+// of them (2026-11-27). A long replay saves its progress at least
+// replaySaveMin apart, and saveCostFactor times as long as its last save
+// took (saves of a big graph take seconds, which a first start would
+// otherwise spend over and over).
 const (
-	replayWindow   = 64
+	replayWindow   = 4
 	replaySaveMin  = 30 * time.Second
 	replayLogEvery = 10 * time.Second
 )
@@ -456,8 +459,9 @@ func (s *Service) replay(ctx context.Context, repo *memrepo.Repo, pending []plum
 		err error
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	order := make(chan chan result, replayWindow)
-	jobs := make(chan func(), replayWindow)
+	window := replayWindow * runtime.GOMAXPROCS(0)
+	order := make(chan chan result, window)
+	jobs := make(chan func(), window)
 	var workers sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		workers.Go(func() {
