@@ -37,10 +37,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		work := fs.String("work", "", "working directory for the repository and index (default: a temporary one)")
 		agentmem := fs.String("agentmem", "cmd/membench/testdata/agentmem", "our own agent-memory question set")
 		only := fs.String("only", "", "measure only these sets, comma-separated: scifact, locomo, agentmem (default: all)")
+		ablation := fs.Bool("ablation", true, "also measure each context-assembly component switched alone (false: the defaults only)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
-		return quality(ctx, qualityOptions{data: *data, work: *work, agentMemory: *agentmem, only: *only}, out)
+		return quality(ctx, qualityOptions{data: *data, work: *work, agentMemory: *agentmem, only: *only, ablation: *ablation}, out)
 	case "perf":
 		return perf(ctx, args[1:], out)
 	case "soak":

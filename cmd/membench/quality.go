@@ -37,6 +37,9 @@ type qualityOptions struct {
 	data, work, agentMemory string
 	// only names the sets to measure ("" = all).
 	only string
+	// ablation measures each component switched alone, not only the
+	// defaults.
+	ablation bool
 }
 
 func (o qualityOptions) wants(set string) bool {
@@ -78,7 +81,7 @@ func quality(ctx context.Context, o qualityOptions, out io.Writer) error {
 			if err != nil {
 				return err
 			}
-			if err := retrieval(ctx, set, work, out); err != nil {
+			if err := retrieval(ctx, set, work, o.ablation, out); err != nil {
 				return err
 			}
 		}
@@ -88,7 +91,7 @@ func quality(ctx context.Context, o qualityOptions, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return retrieval(ctx, set, work, out)
+		return retrieval(ctx, set, work, o.ablation, out)
 	}
 	return nil
 }

@@ -70,6 +70,7 @@ type retrievalConfig struct {
 var retrievalConfigs = []retrievalConfig{
 	{name: "defaults"},
 	{name: "hits without neighbours", flags: []string{"--context-neighbors=0"}},
+	{name: "one neighbour each side", flags: []string{"--context-neighbors=1"}},
 	{name: "sources whole first", flags: []string{"--context-whole-by-share=false"}},
 	{name: "diversity 0.8", flags: []string{"--context-diversity=0.8"}},
 	{name: "top_k 20 at every budget", flags: []string{"--context-topk-tokens=0"}},
@@ -144,23 +145,27 @@ func startMemoryd(ctx context.Context, dataDir string, flags []string) (*memoryd
 }
 
 // retrieval measures set under every configuration and writes the report.
-func retrieval(ctx context.Context, set *retrievalSet, work string, out io.Writer) (err error) {
+func retrieval(ctx context.Context, set *retrievalSet, work string, ablation bool, out io.Writer) (err error) {
 	dataDir := filepath.Join(work, set.name)
 	start := time.Now()
 	if err := seedRetrieval(ctx, set, dataDir); err != nil {
 		return fmt.Errorf("%s: %w", set.name, err)
 	}
 	seeded := time.Since(start)
-	results := make([]recallTable, len(retrievalConfigs))
-	took := make([]time.Duration, len(retrievalConfigs))
-	for i, c := range retrievalConfigs {
+	configs := retrievalConfigs
+	if !ablation {
+		configs = configs[:1]
+	}
+	results := make([]recallTable, len(configs))
+	took := make([]time.Duration, len(configs))
+	for i, c := range configs {
 		start := time.Now()
 		if results[i], err = measureRetrieval(ctx, set, dataDir, c); err != nil {
 			return fmt.Errorf("%s, %s: %w", set.name, c.name, err)
 		}
 		took[i] = time.Since(start)
 	}
-	_, err = io.WriteString(out, retrievalReport(set, results, took, seeded))
+	_, err = io.WriteString(out, retrievalReport(set, configs, results, took, seeded))
 	return err
 }
 
@@ -343,7 +348,7 @@ func assembleREST(ctx context.Context, client *http.Client, base, token string, 
 
 // retrievalReport is the Markdown report of a set: the defaults by budget
 // and category beside the reference, then what each configuration gives.
-func retrievalReport(set *retrievalSet, results []recallTable, took []time.Duration, seeded time.Duration) string {
+func retrievalReport(set *retrievalSet, configs []retrievalConfig, results []recallTable, took []time.Duration, seeded time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## %s: evidence recall of AssembleContext through REST, memoryd's defaults (%d agents, %d questions)\n\n",
 		set.name, len(set.agents), len(set.questions))
@@ -376,7 +381,7 @@ func retrievalReport(set *retrievalSet, results []recallTable, took []time.Durat
 			fmt.Fprintf(&b, " %d |", budget)
 		}
 		b.WriteString("\n|---|" + strings.Repeat("---|", len(set.budgets)) + "\n")
-		for i, c := range retrievalConfigs {
+		for i, c := range configs {
 			name := c.name
 			if len(c.flags) > 0 {
 				name += " (`" + strings.Join(c.flags, " ") + "`)"
@@ -394,7 +399,7 @@ func retrievalReport(set *retrievalSet, results []recallTable, took []time.Durat
 		}
 	}
 	var times []string
-	for i, c := range retrievalConfigs {
+	for i, c := range configs {
 		times = append(times, fmt.Sprintf("%s %s", c.name, took[i].Round(time.Second)))
 	}
 	sort.Strings(times[1:])

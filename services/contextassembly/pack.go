@@ -11,14 +11,15 @@ import (
 )
 
 // Packing: what fills the budget after Layer 1. A search hit is a chunk (a
-// turn, a bullet, a paragraph); it comes with its short neighbours, and
-// excerpts of one file that overlap or touch merge. A source goes in whole only when
-// the hits it holds are worth its tokens (Retrieval.WholeByShare).
+// turn, a bullet, a paragraph); its short neighbours compete with a share
+// of its score (neighborWeight). A source goes in whole only when the hits
+// it holds are worth its tokens (Retrieval.WholeByShare).
 // Candidates are taken greedily by score, each further excerpt of a file
-// discounted (Retrieval.Diversity). Each file is one section: its chunks
+// discounted (Retrieval.Diversity); once a source's excerpts cost half of
+// it, the whole source replaces them. Each file is one section: its chunks
 // in document order, under their headings, "…" between runs that do not
-// touch. What the budget leaves then goes to the sources no hit named,
-// whole, in order.
+// touch. What the budget leaves then completes the sources the hits came
+// from, best first, then goes to the sources no hit named, whole, in order.
 
 // maxChunkChars is the search index's chunk limit (searchindex/indexer.go):
 // the files are cut the same way here, so a hit's span names a chunk.
@@ -217,6 +218,11 @@ func (p *packer) takeExcerpt(f *packFile, r chunkRange) bool {
 	}
 	f.ranges = ranges
 	f.taken = len(ranges) // runs of chunks: a neighbour that joins a run is no new excerpt
+	if f.source != nil && f.tokens*2 >= int(f.source.Tokens) {
+		// Half of the source is in: the rest costs less than what is
+		// in, and holds what is around the hits.
+		p.takeWhole(f)
+	}
 	return true
 }
 
@@ -333,7 +339,24 @@ func (s *Service) packHits(ctx context.Context, files agentFiles, used, budget i
 		}
 	}
 	p.pack(cands)
-	// What is left goes to the sources no hit named, whole, in order.
+	// What is left completes the sources the hits came from, best first:
+	// the rest of a session around its hits before anything no hit named.
+	var partial []*packFile
+	for _, f := range p.files {
+		if f.source != nil && f.hitScore > 0 && !f.whole {
+			partial = append(partial, f)
+		}
+	}
+	slices.SortFunc(partial, func(a, b *packFile) int {
+		if c := cmp.Compare(b.hitScore, a.hitScore); c != 0 {
+			return c
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	for _, f := range partial {
+		p.takeWhole(f)
+	}
+	// Then the sources no hit named, whole, in order.
 	for _, src := range srcs {
 		f := p.files[src.File]
 		if f.content != "" || f.hitScore > 0 {

@@ -31,7 +31,7 @@ type Retrieval struct {
 }
 
 // DefaultRetrieval is what memoryd runs with.
-var DefaultRetrieval = Retrieval{Neighbors: 1, WholeByShare: true, Diversity: 1, Expand: false, TopKPerTokens: 60}
+var DefaultRetrieval = Retrieval{Neighbors: 2, WholeByShare: true, Diversity: 1, Expand: false, TopKPerTokens: 60}
 
 // RegisterFlags adds the retrieval flags, with DefaultRetrieval's values.
 func (r *Retrieval) RegisterFlags(fs *flag.FlagSet) {
