@@ -103,10 +103,11 @@ func (c *cli) openConsole(ctx context.Context, base string, noBrowser bool) erro
 	}
 	return c.printer.value(link, func(t *table) {
 		if link.Opened {
-			t.text("Opened the console in your browser; confirm there who you sign in as.")
+			t.text("Opened the console in your browser; confirm there who you sign in as:\n")
 		}
-		t.kv("link", link.URL)
-		t.kv("works", "once, until "+link.ExpiresAt.Local().Format(time.TimeOnly))
+		// Whole, on a line of its own: a table cell would clip it.
+		t.text(link.URL + "\n")
+		t.text("The link works once, until " + link.ExpiresAt.Local().Format(time.TimeOnly) + ".\n")
 	})
 }
 

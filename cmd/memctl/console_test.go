@@ -97,7 +97,8 @@ func TestConsoleOpensASignedInBrowser(t *testing.T) {
 	delete(c.env, "BROWSER")
 	r := c.ok("console", "--url", base, "--no-browser")
 	require.Contains(t, r.stdout, base+"/ui/login?code=")
-	require.Contains(t, r.stdout, "once, until")
+	require.NotContains(t, r.stdout, "…", "the link whole, not clipped like a table cell")
+	require.Contains(t, r.stdout, "works once, until")
 
 	// A browser that cannot start: the link is still printed, and why.
 	c.env["BROWSER"] = filepath.Join(t.TempDir(), "no-such-browser")
