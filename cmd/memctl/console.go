@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -153,19 +151,12 @@ func (c *cli) signInCode(ctx context.Context, base string) (*signInCode, error) 
 
 // httpClient trusts --tls-ca when given, else the system's roots.
 func (c *cli) httpClient() (*http.Client, error) {
-	if c.target.TLSCA == "" {
-		return &http.Client{}, nil
-	}
-	pem, err := os.ReadFile(c.target.TLSCA)
+	cfg, err := c.tlsConfig()
 	if err != nil {
-		return nil, fmt.Errorf("--tls-ca: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, usagef("--tls-ca %s holds no PEM certificate", c.target.TLSCA)
+		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	tr.TLSClientConfig = cfg
 	return &http.Client{Transport: tr}, nil
 }
 

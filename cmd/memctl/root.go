@@ -247,17 +247,9 @@ func (c *cli) connect(ctx context.Context) (*grpc.ClientConn, error) {
 			token = e.token
 		}
 	} else if c.target.TLS {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if c.target.TLSCA != "" {
-			pem, err := os.ReadFile(c.target.TLSCA)
-			if err != nil {
-				return nil, fmt.Errorf("--tls-ca: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, usagef("--tls-ca %s holds no PEM certificate", c.target.TLSCA)
-			}
-			cfg.RootCAs = pool
+		cfg, err := c.tlsConfig()
+		if err != nil {
+			return nil, err
 		}
 		creds = credentials.NewTLS(cfg)
 	}
@@ -267,6 +259,23 @@ func (c *cli) connect(ctx context.Context) (*grpc.ClientConn, error) {
 	}
 	c.conn = conn
 	return conn, nil
+}
+
+// tlsConfig trusts --tls-ca when given, else the system's roots.
+func (c *cli) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.target.TLSCA != "" {
+		pem, err := os.ReadFile(c.target.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usagef("--tls-ca %s holds no PEM certificate", c.target.TLSCA)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
 }
 
 // dial opens a client connection that sends token with every call that
