@@ -30,7 +30,6 @@ type packFile struct {
 	path   string
 	commit string // commit (git file) or ETag (source)
 	layer  int32
-	text   string
 	lines  []string
 	chunks []chunker.Chunk
 	// source is the whole source's section (nil: a git file).
@@ -93,7 +92,7 @@ func (f *packFile) chunkAt(line int) int {
 }
 
 func newPackFile(path, commit, text string, layer int32) *packFile {
-	return &packFile{path: path, commit: commit, layer: layer, text: text,
+	return &packFile{path: path, commit: commit, layer: layer,
 		lines: strings.Split(text, "\n"), chunks: chunker.Split(text, chunker.Options{MaxChars: maxChunkChars})}
 }
 
