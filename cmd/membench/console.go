@@ -166,15 +166,11 @@ func consoleBench(ctx context.Context, args []string, out io.Writer) error {
 	defer stop()
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "console: "+format+"\n", a...) }
 
-	work := o.work
-	if work == "" {
-		dir, err := os.MkdirTemp("", "membench-console-")
-		if err != nil {
-			return err
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		work = dir
+	work, cleanup, err := workDir(o.work, "membench-console-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	if o.memoryd == "" {
 		logf("building memoryd")
 		o.memoryd = filepath.Join(work, "memoryd")
@@ -199,11 +195,7 @@ func consoleBench(ctx context.Context, args []string, out io.Writer) error {
 	logf("data set: %d agents, %d commits in %.1fs", m.Agents, m.TotalCommits, rep.SeedSeconds)
 
 	secretFile := filepath.Join(dataDir, "auth.secret")
-	secret, err := auth.LoadOrCreateSecret(secretFile)
-	if err != nil {
-		return err
-	}
-	signer, err := auth.NewSigner(secret)
+	signer, err := dataDirSigner(dataDir)
 	if err != nil {
 		return err
 	}

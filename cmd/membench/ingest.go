@@ -60,15 +60,11 @@ func ingestBench(ctx context.Context, args []string, out io.Writer) error {
 	defer stop()
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "ingest: "+format+"\n", a...) }
 
-	work := o.work
-	if work == "" {
-		dir, err := os.MkdirTemp("", "membench-ingest-")
-		if err != nil {
-			return err
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		work = dir
+	work, cleanup, err := workDir(o.work, "membench-ingest-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	for name, bin := range map[string]*string{"memoryd": &o.memoryd, "memctl": &o.memctl} {
 		if *bin != "" {
 			continue
@@ -132,11 +128,7 @@ func ingestRun(ctx context.Context, o ingestOptions, work, file string, run int)
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return ingestRunResult{}, err
 	}
-	secret, err := auth.LoadOrCreateSecret(filepath.Join(dataDir, "auth.secret"))
-	if err != nil {
-		return ingestRunResult{}, err
-	}
-	signer, err := auth.NewSigner(secret)
+	signer, err := dataDirSigner(dataDir)
 	if err != nil {
 		return ingestRunResult{}, err
 	}

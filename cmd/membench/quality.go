@@ -47,19 +47,11 @@ func (o qualityOptions) wants(set string) bool {
 }
 
 func quality(ctx context.Context, o qualityOptions, out io.Writer) error {
-	work := o.work
-	if work == "" {
-		dir, err := os.MkdirTemp("", "membench-")
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if err := os.RemoveAll(dir); err != nil {
-				fmt.Fprintln(os.Stderr, "membench quality: work directory not removed:", err)
-			}
-		}()
-		work = dir
+	work, cleanup, err := workDir(o.work, "membench-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	if o.wants("scifact") {
 		sf := filepath.Join(o.data, "scifact")
 		if _, err := os.Stat(filepath.Join(sf, "corpus.jsonl")); err != nil {

@@ -125,12 +125,7 @@ func startMemoryd(ctx context.Context, dataDir string, flags []string) (*memoryd
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
-	secret, err := auth.LoadSecret(filepath.Join(dataDir, "auth.secret"))
-	if err != nil {
-		cancel()
-		return nil, errors.Join(err, <-done)
-	}
-	signer, err := auth.NewSigner(secret)
+	signer, err := dataDirSigner(dataDir)
 	if err != nil {
 		cancel()
 		return nil, errors.Join(err, <-done)
@@ -273,7 +268,9 @@ func measureRetrieval(ctx context.Context, set *retrievalSet, dataDir string, c 
 				text, err := assembleREST(ctx, client, base, m.token, j.q, j.budget)
 				mu.Lock()
 				if err != nil {
-					firstErr = cmpErr(firstErr, fmt.Errorf("%q at %d: %w", j.q.text, j.budget, err))
+					if firstErr == nil {
+						firstErr = fmt.Errorf("%q at %d: %w", j.q.text, j.budget, err)
+					}
 				} else {
 					found := 0
 					for _, e := range j.q.evidence {
@@ -295,13 +292,6 @@ func measureRetrieval(ctx context.Context, set *retrievalSet, dataDir string, c 
 	close(jobs)
 	wg.Wait()
 	return table, firstErr
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 // assembleREST is GET /memory/context as a caller writes it: the agent,

@@ -81,19 +81,11 @@ func runSlowClients(ctx context.Context, o slowClientsOptions, out io.Writer) er
 	if err := raiseNoFile(uint64(o.conns + 512)); err != nil {
 		return err
 	}
-	work := o.work
-	if work == "" {
-		dir, err := os.MkdirTemp("", "membench-slowclients-")
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if err := os.RemoveAll(dir); err != nil {
-				logf("work directory not removed: %v", err)
-			}
-		}()
-		work = dir
+	work, cleanup, err := workDir(o.work, "membench-slowclients-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	bin := o.memoryd
 	if bin == "" {
 		logf("building memoryd")
@@ -109,11 +101,7 @@ func runSlowClients(ctx context.Context, o slowClientsOptions, out io.Writer) er
 		return err
 	}
 	secretFile := filepath.Join(dataDir, "auth.secret")
-	secret, err := auth.LoadOrCreateSecret(secretFile)
-	if err != nil {
-		return err
-	}
-	signer, err := auth.NewSigner(secret)
+	signer, err := dataDirSigner(dataDir)
 	if err != nil {
 		return err
 	}
