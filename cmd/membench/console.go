@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -681,28 +680,7 @@ func (r *ConsoleReport) Markdown() string {
 // write prints the Markdown and, unless dir is "", writes
 // console-latest.{json,md} and dated copies into dir.
 func (r *ConsoleReport) write(dir string, stdout io.Writer) error {
-	md := r.Markdown()
-	if _, err := io.WriteString(stdout, md); err != nil {
-		return err
-	}
-	if dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	stamp := r.Started.Format("20060102-150405")
-	for name, data := range map[string][]byte{"console-latest.json": js, "console-latest.md": []byte(md),
-		"console-" + stamp + ".json": js, "console-" + stamp + ".md": []byte(md)} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return benchharness.WriteReport(dir, stdout, "console-latest", "console-", r.Started, r.Markdown(), r)
 }
 
 // gitHead is the short commit of the working tree ("" outside a checkout).

@@ -211,12 +211,12 @@ func (r *Report) budgets() []Budget {
 // write saves latest.{json,md} and dated copies in dir and prints the
 // Markdown to stdout.
 func (r *Report) write(dir string, stdout io.Writer) error {
-	return writeReport(dir, stdout, "latest", "perf-", r.Started, r.Markdown(), r)
+	return WriteReport(dir, stdout, "latest", "perf-", r.Started, r.Markdown(), r)
 }
 
-// writeReport prints md to stdout and, when dir is set, saves md and v as
+// WriteReport prints md to stdout and, when dir is set, saves md and v as
 // JSON in dir as <latest>.{json,md} and <dated><yyyymmdd-hhmmss>.{json,md}.
-func writeReport(dir string, stdout io.Writer, latest, dated string, started time.Time, md string, v any) error {
+func WriteReport(dir string, stdout io.Writer, latest, dated string, started time.Time, md string, v any) error {
 	if _, err := io.WriteString(stdout, md); err != nil {
 		return err
 	}

@@ -356,7 +356,7 @@ func perSec(n int64, secs float64) float64 {
 // write saves soak-latest.{json,md} and dated copies in dir and prints the
 // Markdown to stdout.
 func (r *SoakReport) write(dir string, stdout io.Writer) error {
-	return writeReport(dir, stdout, "soak-latest", "soak-", r.Started, r.Markdown(), r)
+	return WriteReport(dir, stdout, "soak-latest", "soak-", r.Started, r.Markdown(), r)
 }
 
 // maxCurveRows bounds the printed curve: samples are grouped into rows
