@@ -24,6 +24,9 @@ const (
 	maxHintBytes  = 4096
 )
 
+// tokensBucket is the tokens_by_layer key of a packed section's kind.
+var tokensBucket = map[string]string{"source": "sources", "search_hit": "search"}
+
 // assembleRequest is a validated AssembleContext request: budget and topK
 // are set (defaults applied).
 type assembleRequest struct {
@@ -145,7 +148,7 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 	packed := s.packHits(ctx, files, int(resp.TotalTokens), budget, hits, srcs)
 	for _, sec := range packed.sections {
 		resp.Sections = append(resp.Sections, sec)
-		resp.TokensByLayer[map[string]string{"source": "sources", "search_hit": "search"}[sec.Kind]] += int32(s.count(sec.File)) + sec.Tokens
+		resp.TokensByLayer[tokensBucket[sec.Kind]] += int32(s.count(sec.File)) + sec.Tokens
 	}
 	resp.TotalTokens += int32(packed.spent)
 	resp.Truncated = resp.Truncated || packed.truncated
