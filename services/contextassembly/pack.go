@@ -30,6 +30,9 @@ type packFile struct {
 	path   string
 	commit string // commit (git file) or ETag (source)
 	layer  int32
+	text   string
+	// lines and chunks are split from text on first use (split): most
+	// sources are named by no hit and go in whole or not at all.
 	lines  []string
 	chunks []chunker.Chunk
 	// source is the whole source's section (nil: a git file).
@@ -92,8 +95,15 @@ func (f *packFile) chunkAt(line int) int {
 }
 
 func newPackFile(path, commit, text string, layer int32) *packFile {
-	return &packFile{path: path, commit: commit, layer: layer,
-		lines: strings.Split(text, "\n"), chunks: chunker.Split(text, chunker.Options{MaxChars: maxChunkChars})}
+	return &packFile{path: path, commit: commit, layer: layer, text: text}
+}
+
+// split cuts f's text into lines and chunks, once.
+func (f *packFile) split() {
+	if f.lines == nil {
+		f.lines = strings.Split(f.text, "\n")
+		f.chunks = chunker.Split(f.text, chunker.Options{MaxChars: maxChunkChars})
+	}
 }
 
 // neighborMaxTokens is the longest neighbouring chunk that comes with a
@@ -111,6 +121,7 @@ const neighborWeight = 0.7
 // a share of it (neighborWeight); a chunk several hits name takes the best
 // of their scores.
 func (p *packer) excerpts(f *packFile, hits []*memoryv1.SearchResult) []packCandidate {
+	f.split()
 	short := func(j int) bool {
 		return j >= 0 && j < len(f.chunks) && p.s.count(f.chunks[j].Text) <= neighborMaxTokens
 	}
