@@ -8,15 +8,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/garden-bloom/memory/pkg/mdops"
 )
 
 // agentMemoryCategories are the categories of our own agent-memory set, in
 // the report's order (testdata/agentmem/README.md).
-var agentMemoryCategories = []string{"single", "multi", "paraphrase", "temporal"}
+var agentMemoryCategories = []string{"single", "multi", "paraphrase", "temporal", "linked"}
 
 // loadAgentMemory reads our own agent-memory retrieval set
 // (cmd/membench/testdata/agentmem): agents/<agent>/sources/*.md are the
-// agents' sources, agents/<agent>/facts.md their facts, questions.jsonl the
+// agents' sources, agents/<agent>/facts.md their facts, decisions.md their
+// decisions (Layer 2), questions.jsonl the
 // questions with the exact lines (evidence) an answer needs.
 func loadAgentMemory(dir string) (*retrievalSet, error) {
 	// Its sources are short (about 3,500 tokens an agent): at 4K everything
@@ -30,6 +33,9 @@ func loadAgentMemory(dir string) (*retrievalSet, error) {
 		a := retrievalAgent{id: d.Name(), sources: map[string]string{}}
 		if facts, err := os.ReadFile(filepath.Join(dir, "agents", a.id, "facts.md")); err == nil {
 			a.facts = string(facts)
+		}
+		if decisions, err := os.ReadFile(filepath.Join(dir, "agents", a.id, "decisions.md")); err == nil {
+			a.decisions = mdops.ParseDecisions(string(decisions))
 		}
 		docs, err := filepath.Glob(filepath.Join(dir, "agents", a.id, "sources", "*.md"))
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/mdops"
 	"github.com/garden-bloom/memory/pkg/telemetry"
 )
 
@@ -51,6 +53,8 @@ type retrievalAgent struct {
 	sources map[string]string
 	// facts is the agent's facts.md ("" : none).
 	facts string
+	// decisions go into decisions.md (Layer 2), one add_decision each.
+	decisions []mdops.Decision
 }
 
 type retrievalQuestion struct {
@@ -75,6 +79,9 @@ var retrievalConfigs = []retrievalConfig{
 	{name: "diversity 0.8", flags: []string{"--context-diversity=0.8"}},
 	{name: "top_k 20 at every budget", flags: []string{"--context-topk-tokens=0"}},
 	{name: "query expansion (RM3)", flags: []string{"--context-expand=true"}},
+	{name: "no source prior", flags: []string{"--context-source-prior=false"}},
+	{name: "question words kept", flags: []string{"--search-keep-question-words"}},
+	{name: "graph-aware retrieval on", flags: []string{"--context-graph"}},
 }
 
 // recallTable is evidence recall by budget and category (per question).
@@ -200,6 +207,11 @@ func seedRetrieval(ctx context.Context, set *retrievalSet, dataDir string) error
 				updates = append(updates, &memoryv1.FileUpdate{File: "facts.md", Operation: memoryv1.Operation_OPERATION_APPEND, Section: section, Content: line})
 			}
 		}
+		for _, d := range a.decisions {
+			updates = append(updates, &memoryv1.FileUpdate{File: "decisions.md", Operation: memoryv1.Operation_OPERATION_ADD_DECISION,
+				Decision: &memoryv1.Decision{Title: d.Title, Status: d.Status, Context: d.Context, Decision: d.Decision,
+					Rationale: d.Rationale, Consequences: d.Consequences}})
+		}
 		if _, err := pa.Propose(call, &memoryv1.ProposeRequest{AgentId: a.id, RunId: "run_setup", Updates: updates}); err != nil {
 			return err
 		}
@@ -250,6 +262,11 @@ func measureRetrieval(ctx context.Context, set *retrievalSet, dataDir string, c 
 		memoryv1.NewSearchIndexServiceClient(conn), set); err != nil {
 		return nil, err
 	}
+	client := &http.Client{Timeout: time.Minute}
+	// Every module caught up, the entity graph included.
+	if err := waitHealthy(ctx, client, "http://"+m.app.HTTPAddr(), nil); err != nil {
+		return nil, err
+	}
 
 	type job struct {
 		q      retrievalQuestion
@@ -260,7 +277,6 @@ func measureRetrieval(ctx context.Context, set *retrievalSet, dataDir string, c 
 	table := recallTable{}
 	var firstErr error
 	var wg sync.WaitGroup
-	client := &http.Client{Timeout: time.Minute}
 	base := "http://" + m.app.HTTPAddr() + "/memory/context?"
 	for range 2 {
 		wg.Go(func() {
@@ -382,7 +398,11 @@ func retrievalReport(set *retrievalSet, configs []retrievalConfig, results []rec
 				if i == 0 {
 					fmt.Fprintf(&b, " %.1f |", r)
 				} else {
-					fmt.Fprintf(&b, " %.1f (%+.1f) |", r, r-def.overall(budget))
+					d := math.Round((r-def.overall(budget))*10) / 10
+					if d == 0 {
+						d = 0 // not "-0.0"
+					}
+					fmt.Fprintf(&b, " %.1f (%+.1f) |", r, d)
 				}
 			}
 			b.WriteString("\n")

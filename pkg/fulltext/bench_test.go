@@ -48,7 +48,7 @@ func BenchmarkExcerpt(b *testing.B) {
 	for i := range 10 {
 		hits = append(hits, fmt.Sprintf("- The billing service %d keeps its ledger in PostgreSQL and publishes %d reconciled reports to the finance team every %d days", i, i*3, i+2))
 	}
-	terms := ix.terms("ledger reconciliation finance")
+	terms := ix.terms(ix.analyzer, "ledger reconciliation finance")
 	b.Run("runs", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

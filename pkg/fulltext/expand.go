@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blugelabs/bluge"
+	"github.com/blugelabs/bluge/analysis"
 )
 
 // Pseudo-relevance feedback, RM3 (Lavrenko and Croft's relevance model,
@@ -30,12 +31,13 @@ const (
 )
 
 // expanded is the RM3 query of text given the first pass's chunks fb (with
-// their text), or nil when they lend no word.
-func (ix *Index) expanded(text string, fb []textHit) bluge.Query {
+// their text), or nil when they lend no word. a analyses the query and the
+// chunks alike, so a word the query drops is never lent.
+func (ix *Index) expanded(a *analysis.Analyzer, text string, fb []textHit) bluge.Query {
 	// The query model: each analysed query word by its share of the query.
 	query := map[string]float64{}
 	n := 0.0
-	for _, t := range ix.analyzer.Analyze([]byte(text)) {
+	for _, t := range a.Analyze([]byte(text)) {
 		query[string(t.Term)]++
 		n++
 	}
@@ -55,7 +57,7 @@ func (ix *Index) expanded(text string, fb []textHit) bluge.Query {
 	for _, h := range fb {
 		tf := map[string]float64{}
 		words := 0.0
-		for _, t := range ix.analyzer.Analyze([]byte(h.text)) {
+		for _, t := range a.Analyze([]byte(h.text)) {
 			if w := string(t.Term); feedbackWord(w) {
 				tf[w]++
 				words++

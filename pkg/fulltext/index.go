@@ -121,6 +121,8 @@ type generation struct {
 type Index struct {
 	base     string
 	analyzer *analysis.Analyzer
+	// queryAnalyzer analyses a query's optional words (wordAnalyzer).
+	queryAnalyzer *analysis.Analyzer
 
 	writeMu sync.Mutex // one batch at a time
 	// genMu makes Rebuild and RestoreSnapshot take turns: both fill the
@@ -139,7 +141,7 @@ func Open(base string) (*Index, error) {
 	if err := os.MkdirAll(base, 0o750); err != nil {
 		return nil, err
 	}
-	ix := &Index{base: base, analyzer: textanalysis.NewAnalyzer()}
+	ix := &Index{base: base, analyzer: textanalysis.NewAnalyzer(), queryAnalyzer: textanalysis.NewQueryAnalyzer()}
 	name, err := os.ReadFile(filepath.Join(base, "CURRENT"))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -164,7 +166,7 @@ func Open(base string) (*Index, error) {
 // index (a search of one agent's files as of a past commit). It has no
 // generations: Rebuild and snapshots are for indexes on disk.
 func OpenMemory() (*Index, error) {
-	ix := &Index{analyzer: textanalysis.NewAnalyzer()}
+	ix := &Index{analyzer: textanalysis.NewAnalyzer(), queryAnalyzer: textanalysis.NewQueryAnalyzer()}
 	g, err := ix.openGeneration("")
 	if err != nil {
 		return nil, err

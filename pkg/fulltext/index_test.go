@@ -221,7 +221,7 @@ func TestExcerptWindowAndMarks(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, ix.Close()) }()
 	long := strings.Repeat("filler words here ", 40) + "the Ключове рішення about storage " + strings.Repeat("more filler ", 40)
-	ex := ix.excerpt(long, newQueryMarks(ix.terms("storage")))
+	ex := ix.excerpt(long, newQueryMarks(ix.terms(ix.analyzer, "storage")))
 	require.Contains(t, ex, "«storage»")
 	require.True(t, strings.HasPrefix(ex, "…"))
 	require.True(t, strings.HasSuffix(ex, "…"))
@@ -438,7 +438,7 @@ func TestExcerptOfPrefixesMatchesWholeText(t *testing.T) {
 			b.WriteString(seps[rng.IntN(len(seps))])
 		}
 		text := b.String()
-		terms := ix.terms(words[rng.IntN(len(words))] + " " + words[rng.IntN(len(words))])
+		terms := ix.terms(ix.analyzer, words[rng.IntN(len(words))]+" "+words[rng.IntN(len(words))])
 		var whole []span
 		for _, tok := range ix.analyzer.Analyze([]byte(text)) {
 			if terms[string(tok.Term)] {

@@ -29,7 +29,7 @@ func TestNaturalQuery(t *testing.T) {
 		q := NaturalQuery(text)
 		require.Empty(t, parseQuery(q).phrases, text)
 		require.Len(t, q, len(text))
-		require.Equal(t, ix.terms(NaturalQuery(text)), ix.terms(text), text)
+		require.Equal(t, ix.terms(ix.analyzer, NaturalQuery(text)), ix.terms(ix.analyzer, text), text)
 	}
 
 	require.NoError(t, ix.Apply(context.Background(), Batch{Upserts: []File{

@@ -3,12 +3,14 @@ package fulltext
 import (
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/blugelabs/bluge"
+	"github.com/blugelabs/bluge/analysis"
 )
 
 // Limits of a query.
@@ -47,6 +49,10 @@ type Query struct {
 	// Expand adds words of the first pass's best chunks to the query
 	// (pseudo-relevance feedback, expand.go) when it has no phrase.
 	Expand bool
+	// KeepQuestionWords searches the optional words' question framing
+	// too (what, did, would, her …), which a query drops by default
+	// (textanalysis.NewQueryAnalyzer) unless they are all it has.
+	KeepQuestionWords bool
 }
 
 // Hit is one matching chunk.
@@ -82,23 +88,25 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	}
 	parsed := parseQuery(q.Text) // query.go: the syntax
 	text, phrases := parsed.words, parsed.phrases
-	queryTerms := ix.terms(q.Text)
-	if len(queryTerms) == 0 {
+	if len(ix.terms(ix.analyzer, q.Text)) == 0 {
 		return nil, ErrEmptyQuery
 	}
-	var wanted *queryMarks // what an excerpt marks
-	if !q.OmitExcerpts {
-		wanted = newQueryMarks(queryTerms)
-	}
-
+	wordAnalyzer := ix.wordAnalyzer(q, text)
+	wordTerms := ix.terms(wordAnalyzer, text)
+	marked := maps.Clone(wordTerms) // what an excerpt marks: what ranks
 	match := bluge.NewBooleanQuery()
 	for _, p := range phrases {
-		if len(ix.terms(p)) > 0 {
+		if pt := ix.terms(ix.analyzer, p); len(pt) > 0 {
+			maps.Copy(marked, pt)
 			match.AddMust(bluge.NewMatchPhraseQuery(p).SetField(fieldBody).SetAnalyzer(ix.analyzer))
 		}
 	}
-	if len(ix.terms(text)) > 0 {
-		words := bluge.NewMatchQuery(text).SetField(fieldBody).SetAnalyzer(ix.analyzer)
+	var wanted *queryMarks
+	if !q.OmitExcerpts {
+		wanted = newQueryMarks(marked)
+	}
+	if len(wordTerms) > 0 {
+		words := bluge.NewMatchQuery(text).SetField(fieldBody).SetAnalyzer(wordAnalyzer)
 		if len(phrases) == 0 {
 			match.AddMust(words)
 		} else {
@@ -116,7 +124,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if expanded := ix.expanded(q.Text, fb); expanded != nil {
+		if expanded := ix.expanded(wordAnalyzer, q.Text, fb); expanded != nil {
 			query = expanded
 		}
 	}
@@ -346,12 +354,22 @@ func lowerASCII(c byte) byte {
 }
 
 // terms are the analyzed terms of s.
-func (ix *Index) terms(s string) map[string]bool {
+func (ix *Index) terms(a *analysis.Analyzer, s string) map[string]bool {
 	out := map[string]bool{}
-	for _, t := range ix.analyzer.Analyze([]byte(s)) {
+	for _, t := range a.Analyze([]byte(s)) {
 		out[string(t.Term)] = true
 	}
 	return out
+}
+
+// wordAnalyzer analyses q's optional words: the query analyzer, which
+// drops the question's framing words, unless q keeps them or they are all
+// the words have.
+func (ix *Index) wordAnalyzer(q Query, words string) *analysis.Analyzer {
+	if q.KeepQuestionWords || len(ix.queryAnalyzer.Analyze([]byte(words))) == 0 {
+		return ix.analyzer
+	}
+	return ix.queryAnalyzer
 }
 
 // excerpt returns the part of text around its first match, with every

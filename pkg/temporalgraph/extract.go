@@ -202,6 +202,18 @@ func contextChain(l link, line int) []Mention {
 	return out
 }
 
+// LinkedIDs returns the ids of the entities s links to ([[…]]), in order of
+// first link: the nodes the graph made of them.
+func LinkedIDs(s string) []string {
+	var ids []string
+	for _, l := range linksIn(s) {
+		if !slices.Contains(ids, l.id) {
+			ids = append(ids, l.id)
+		}
+	}
+	return ids
+}
+
 // linksIn returns the wiki links of s in order.
 func linksIn(s string) []link {
 	var out []link

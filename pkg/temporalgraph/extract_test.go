@@ -153,3 +153,11 @@ func TestNextWikiLinkMatchesRegexp(t *testing.T) {
 		require.Equal(t, want, got, "%q", s)
 	}
 }
+
+// LinkedIDs names the nodes the graph makes of a text's links: each once,
+// in order of first link, typed ids as the graph gives them.
+func TestLinkedIDs(t *testing.T) {
+	require.Equal(t, []string{"minio", "go-testing", "episode-ep-1"},
+		LinkedIDs("- [[MinIO]] replaced [[skill:Go Testing]] in [[episode:ep-1]]; see [[minio|the store]]"))
+	require.Empty(t, LinkedIDs("no links, only [brackets] and [[ ]]"))
+}

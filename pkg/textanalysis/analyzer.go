@@ -19,7 +19,7 @@
 //  3. normalizeFilter: English possessive 's removed (as Lucene's
 //     EnglishPossessiveFilter), full Unicode case folding, apostrophe variants
 //     unified, Cyrillic stress marks removed, ё→е, NFC.
-//  4. stopFilter: Lucene's 33 English stop words plus short Ukrainian and
+//  4. dropFilter of the stop words: Lucene's 33 English stop words plus short Ukrainian and
 //     Russian function-word lists.
 //  5. stemFilter: classic Porter for Latin tokens (Lucene PorterStemFilter
 //     parity), a combined Ukrainian/Russian light stemmer for Cyrillic
@@ -48,33 +48,54 @@ func NewAnalyzer() *analysis.Analyzer {
 		Tokenizer:   tokenizer.NewUnicodeTokenizer(),
 		TokenFilters: []analysis.TokenFilter{
 			normalizeFilter{},
-			stopFilter{},
+			dropFilter{stopWords},
 			stemFilter{},
 		},
 	}
 }
 
-// defaultAnalyzer backs Analyze; analyzers are stateless, so sharing is safe.
-var defaultAnalyzer = NewAnalyzer()
+// NewQueryAnalyzer returns NewAnalyzer's pipeline for a query's optional
+// words: it also drops the question's framing words (questionWords: what,
+// did, would, her, ми, который …), which name no content. A chunk that
+// shares only them with a question — in a conversation, any other question
+// — must not rank. Documents and phrases are analysed by NewAnalyzer.
+func NewQueryAnalyzer() *analysis.Analyzer {
+	a := NewAnalyzer()
+	a.TokenFilters = []analysis.TokenFilter{normalizeFilter{}, dropFilter{stopWords}, dropFilter{questionWords}, stemFilter{}}
+	return a
+}
+
+// defaultAnalyzer and queryAnalyzer back Analyze and AnalyzeQuery;
+// analyzers are stateless, so sharing is safe.
+var (
+	defaultAnalyzer = NewAnalyzer()
+	queryAnalyzer   = NewQueryAnalyzer()
+)
 
 // Analyze runs text through NewAnalyzer's pipeline and returns the resulting
 // terms in order (stop words removed). It is meant for tests, debugging and
 // tools that need the exact terms the index sees. Empty input yields nil.
-func Analyze(text string) []string {
+func Analyze(text string) []string { return analyzeText(defaultAnalyzer, text) }
+
+// AnalyzeQuery is Analyze with NewQueryAnalyzer's pipeline: the terms a
+// query's optional words search.
+func AnalyzeQuery(text string) []string { return analyzeText(queryAnalyzer, text) }
+
+func analyzeText(a *analysis.Analyzer, text string) []string {
 	if text == "" {
 		return nil
 	}
 	// []byte(text) copies, and terms are copied out as strings, so nothing
 	// returned aliases the analyzer's buffers.
-	tokens := defaultAnalyzer.Analyze([]byte(text))
+	tokens := a.Analyze([]byte(text))
 	if len(tokens) == 0 {
 		return nil
 	}
-	terms := make([]string, len(tokens))
+	out := make([]string, len(tokens))
 	for i, t := range tokens {
-		terms[i] = string(t.Term)
+		out[i] = string(t.Term)
 	}
-	return terms
+	return out
 }
 
 // apostropheCharFilter rewrites apostrophe look-alikes that UAX #29 treats as
@@ -130,16 +151,17 @@ func (normalizeFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
 	return input
 }
 
-// stopFilter drops stop words (and terms that normalisation emptied). Like
-// Lucene's StopFilter it adds the removed positions to the next token's
-// position increment, so phrase queries still see the gap.
-type stopFilter struct{}
+// dropFilter drops the words of a list (and terms that normalisation
+// emptied). Like Lucene's StopFilter it adds the removed positions to the
+// next token's position increment, so phrase queries still see the gap.
+type dropFilter struct{ words map[string]struct{} }
 
-// Filter implements analysis.TokenFilter.
-func (stopFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
+// Filter implements analysis.TokenFilter. The map index with a converted
+// []byte does not allocate.
+func (f dropFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
 	j, skipped := 0, 0
 	for _, tok := range input {
-		if len(tok.Term) == 0 || isStopWord(tok.Term) {
+		if _, drop := f.words[string(tok.Term)]; drop || len(tok.Term) == 0 {
 			skipped += tok.PositionIncr
 			continue
 		}

@@ -1,5 +1,7 @@
 package textanalysis
 
+import "slices"
+
 // The stop lists are deliberately short. BM25's IDF already discounts
 // frequent words; a stop list only has to remove the function words that are
 // so frequent they add noise and index size. Long lists (such as the Snowball
@@ -61,19 +63,4 @@ var russianStopWords = []string{
 
 // stopWords is the union of the three lists. The scripts are disjoint, so a
 // Latin "a" and a Cyrillic "а" never collide.
-var stopWords = func() map[string]struct{} {
-	m := make(map[string]struct{}, len(englishStopWords)+len(ukrainianStopWords)+len(russianStopWords))
-	for _, list := range [][]string{englishStopWords, ukrainianStopWords, russianStopWords} {
-		for _, w := range list {
-			m[w] = struct{}{}
-		}
-	}
-	return m
-}()
-
-// isStopWord reports whether a normalised term is a stop word. The map index
-// with a converted []byte does not allocate.
-func isStopWord(term []byte) bool {
-	_, ok := stopWords[string(term)]
-	return ok
-}
+var stopWords = wordSet(slices.Concat(englishStopWords, ukrainianStopWords, russianStopWords)...)

@@ -34,6 +34,8 @@ type assembleRequest struct {
 	budget, topK   int
 	queryHint      string
 	excludeSources bool
+	// graph: graph-aware retrieval (the request's, else Retrieval.Graph).
+	graph bool
 }
 
 // assemble builds a run's context at req.at: Layer 1 first, then the
@@ -102,7 +104,7 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 	}
 
 	// 2. Search hits for the hint, as many as the budget left can use.
-	var hits []*memoryv1.SearchResult
+	var results, hits []*memoryv1.SearchResult
 	if hint := strings.TrimSpace(req.queryHint); hint != "" {
 		if s.deps.Search == nil {
 			warn("search is not configured: no hits for the query hint")
@@ -127,7 +129,8 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 				if res.GetStale() {
 					warn("the search index is behind this commit; hits may miss the newest changes")
 				}
-				for _, r := range res.GetResults() {
+				results = res.GetResults()
+				for _, r := range results {
 					if !inLayer1[r.GetFile()] { // already there in full
 						hits = append(hits, r)
 					}
@@ -135,8 +138,6 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 			}
 		}
 	}
-
-	// 3. Hits and sources within the budget (pack.go).
 	var srcs []*memoryv1.ContextSection
 	if !req.excludeSources {
 		srcs, err = s.sources(ctx, req.agent)
@@ -145,6 +146,28 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 			warn("object store unavailable: sources left out")
 		}
 	}
+
+	// 3. What the entities the best hits link to bring (graph.go).
+	if req.graph {
+		switch {
+		case s.deps.Graph == nil:
+			warn(graphNotConfigured)
+		case strings.TrimSpace(req.queryHint) == "":
+			warn("graph=true follows the hits of a query hint, and there is none")
+		case len(results) > 0:
+			at := ""
+			if req.at != "" {
+				at = sha // the entities' refs as of the very commit read
+			}
+			more, w := s.graphHits(ctx, files, at, results, fileTexts(ctx, files, srcs), inLayer1)
+			hits = append(hits, more...)
+			if w != "" {
+				warn(w)
+			}
+		}
+	}
+
+	// 4. Hits and sources within the budget (pack.go).
 	packed := s.packHits(ctx, files, int(resp.TotalTokens), budget, hits, srcs)
 	for _, sec := range packed.sections {
 		resp.Sections = append(resp.Sections, sec)

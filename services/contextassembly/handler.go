@@ -217,8 +217,12 @@ func (h *handler) AssembleContext(ctx context.Context, req *memoryv1.AssembleCon
 	if topK < 0 || topK > 100 {
 		return nil, apierr.InvalidArgument("top_k", "top_k must be 1 to 100")
 	}
+	graph := h.svc.retrieval.Graph
+	if req.Graph != nil {
+		graph = req.GetGraph()
+	}
 	return h.svc.assemble(ctx, assembleRequest{agent: req.GetAgentId(), at: req.GetAt(), budget: budget,
-		queryHint: req.GetQueryHint(), topK: topK, excludeSources: req.GetExcludeSources()})
+		queryHint: req.GetQueryHint(), topK: topK, excludeSources: req.GetExcludeSources(), graph: graph})
 }
 
 // listRoles may list agents: the memory readers, and reviewers, who need

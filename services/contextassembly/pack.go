@@ -12,7 +12,8 @@ import (
 
 // Packing: what fills the budget after Layer 1. A search hit is a chunk (a
 // turn, a bullet, a paragraph); its short neighbours compete with a share
-// of its score (neighborWeight). A source goes in whole only when the hits
+// of its score (neighborWeight). Each excerpt's score also counts its
+// file's share of all the hits' score (Retrieval.SourcePrior). A source goes in whole only when the hits
 // it holds are worth its tokens (Retrieval.WholeByShare).
 // Candidates are taken greedily by score, each further excerpt of a file
 // discounted (Retrieval.Diversity); once a source's excerpts cost half of
@@ -107,9 +108,11 @@ func (f *packFile) split() {
 }
 
 // neighborMaxTokens is the longest neighbouring chunk that comes with a
-// hit: a turn or a line of context, not a whole paragraph, which stands on
-// its own and competes as its own hit when it matches.
-const neighborMaxTokens = 64
+// hit: a turn of a conversation or a short paragraph, not a long section,
+// which stands on its own and competes as its own hit when it matches.
+// (At 64, many replies in a conversation stayed out: a turn with a
+// picture's caption runs past it; docs/quality.md has the figures.)
+const neighborMaxTokens = 128
 
 // neighborWeight is the share of a hit's score its neighbouring chunks
 // compete with (again at each further step): a hit's context comes soon
@@ -345,6 +348,13 @@ func (s *Service) packHits(ctx context.Context, files agentFiles, used, budget i
 				f.hitScore/total >= float64(p.cost(f, int(f.source.Tokens)))/float64(left)
 			if worth {
 				cands = append(cands, packCandidate{kind: candWhole, file: f, score: f.hitScore})
+			}
+		}
+	}
+	if s.retrieval.SourcePrior && total > 0 {
+		for i, c := range cands {
+			if c.kind == candExcerpt {
+				cands[i].score *= 1 + c.file.hitScore/total
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package contextassembly
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/grpctest"
 	"github.com/garden-bloom/memory/pkg/tokens"
 )
 
@@ -103,4 +106,52 @@ func TestPackingKeepsToEveryBudget(t *testing.T) {
 		}
 		require.Equal(t, resp.GetTotalTokens(), sum, "budget %d: sections and warnings are the total", budget)
 	}
+}
+
+// A chunk of a source that answers much of the hint outranks the same
+// chunk in a source that answers little (Retrieval.SourcePrior): of two
+// identical turns, the one from the day about the boat comes first.
+func TestPackingPrefersTheSourceThatAnswersMore(t *testing.T) {
+	e := newHintEnv(t)
+	sources := map[string]string{
+		// "a-" sorts first: without the prior, the tie goes to it.
+		"agents/cur/sources/a-day.md": "# Day\n\n- Ben: we rented a boat\n- Ana: then the shop was closed and we went home\n",
+		"agents/cur/sources/z-day.md": "# Day\n\n- Ben: we rented a boat\n" +
+			"- Ben: the boat, which we had talked about for a long while over dinner the week before, was slow\n" +
+			"- Ben: the boat had a sail that the wind tore on the second morning of the long trip\n" +
+			"- Ben: nobody wanted to row the boat back against the wind and the rain that evening\n" +
+			strings.Repeat("- Ben: and then we walked along the shore and talked about the garden\n", 40),
+	}
+	for key, text := range sources {
+		_, err := blob.PutBytes(context.Background(), e.blobs, key, []byte(text), blob.PutOptions{})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		r, err := e.search.Search(context.Background(), &memoryv1.SearchRequest{Query: "rented boat", AgentId: "cur"})
+		return err == nil && len(r.GetResults()) == 5
+	}, 10*time.Second, 20*time.Millisecond, "the sources are indexed")
+
+	// The boat day is too long to go in whole at these budgets.
+	// The smallest budget that takes a source's excerpt: which one is it?
+	first := func(r Retrieval) string {
+		svc, err := New(Deps{RepoPath: e.repo.Path(), Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Search: e.search, Retrieval: &r})
+		require.NoError(t, err)
+		client := memoryv1.NewContextAssemblyServiceClient(grpctest.Serve(t, svc.Register).Conn)
+		for budget := int32(60); budget <= 400; budget += 2 {
+			resp, err := client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur", QueryHint: "rented a boat", Budget: budget})
+			require.NoError(t, err)
+			for _, s := range resp.GetSections() {
+				if _, ok := sources[s.GetFile()]; ok {
+					return s.GetFile()
+				}
+			}
+		}
+		t.Fatal("no source at any budget")
+		return ""
+	}
+	require.Equal(t, "agents/cur/sources/z-day.md", first(DefaultRetrieval))
+	off := DefaultRetrieval
+	off.SourcePrior = false
+	require.Equal(t, "agents/cur/sources/a-day.md", first(off), "switched off, the tie goes by path")
 }

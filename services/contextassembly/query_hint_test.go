@@ -2,6 +2,7 @@ package contextassembly
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -127,4 +128,19 @@ func TestQueryHintIsNaturalLanguage(t *testing.T) {
 	require.Contains(t, warnings, "query hint has no searchable words")
 	none, _ = e.evidence(`"" - + * ( ) :`)
 	require.Empty(t, none)
+}
+
+// waitFor waits until search finds query in agent cur's files.
+func (s serviceSearch) waitFor(t *testing.T, query string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := s.Search(context.Background(), &memoryv1.SearchRequest{Query: query, AgentId: "cur"})
+		if err == nil && len(r.GetResults()) > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("search never found %q: %w", query, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

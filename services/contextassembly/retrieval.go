@@ -28,10 +28,18 @@ type Retrieval struct {
 	// one hit per this many tokens of budget left after Layer 1, at least
 	// DefaultTopK and at most 100 (0: always DefaultTopK).
 	TopKPerTokens int
+	// SourcePrior counts a file's share of all the hits' score once more
+	// in each of its excerpts' scores: a chunk of a file that answers much
+	// of the hint outranks a like chunk of a file that answers little.
+	SourcePrior bool
+	// Graph follows the links of the best hits to the entities' other
+	// facts (graph.go) when a request does not say; off, as Layer 2 is
+	// read only on explicit request.
+	Graph bool
 }
 
 // DefaultRetrieval is what memoryd runs with.
-var DefaultRetrieval = Retrieval{Neighbors: 2, WholeByShare: true, Diversity: 1, Expand: false, TopKPerTokens: 60}
+var DefaultRetrieval = Retrieval{Neighbors: 2, WholeByShare: true, Diversity: 1, Expand: false, TopKPerTokens: 60, SourcePrior: true}
 
 // RegisterFlags adds the retrieval flags, with DefaultRetrieval's values.
 func (r *Retrieval) RegisterFlags(fs *flag.FlagSet) {
@@ -40,6 +48,8 @@ func (r *Retrieval) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&r.WholeByShare, "context-whole-by-share", d.WholeByShare, "AssembleContext: a source goes in whole only when its share of the hits' score is at least its share of the budget (false: every source with a hit, whole, when it fits)")
 	fs.Float64Var(&r.Diversity, "context-diversity", d.Diversity, "AssembleContext: score factor of each further excerpt of one file (1: no discount)")
 	fs.BoolVar(&r.Expand, "context-expand", d.Expand, "AssembleContext: expand the query hint with the words of its best first-pass hits (pseudo-relevance feedback, RM3)")
+	fs.BoolVar(&r.SourcePrior, "context-source-prior", d.SourcePrior, "AssembleContext: weigh each excerpt by its file's share of the hits' score too")
+	fs.BoolVar(&r.Graph, "context-graph", d.Graph, "AssembleContext without graph set: follow the best hits' [[links]] to the entities' other facts, Layer 2 included")
 	fs.IntVar(&r.TopKPerTokens, "context-topk-tokens", d.TopKPerTokens, "AssembleContext without top_k: one search hit per this many tokens of budget after Layer 1, 20 to 100 (0: always 20)")
 }
 

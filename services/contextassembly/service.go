@@ -42,6 +42,9 @@ type Deps struct {
 	TokenEncoding string
 	// Search is search-index's client, for query hints (nil: no hits).
 	Search memoryv1.SearchIndexServiceClient
+	// Graph is entity-graph's client, for graph-aware retrieval (nil:
+	// none; a request that asks for it is told).
+	Graph memoryv1.EntityGraphServiceClient
 	// Blobs is the object store with the agents' sources (nil: none).
 	Blobs blob.Store
 	// Usage is proposal-apply's client, for fact usage reports (nil: none).

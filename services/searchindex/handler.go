@@ -44,6 +44,7 @@ func (h *handler) Search(ctx context.Context, req *memoryv1.SearchRequest) (*mem
 		return nil, err
 	}
 	q := searchQuery(req)
+	q.KeepQuestionWords = h.svc.cfg.KeepQuestionWords
 	switch {
 	case strings.TrimSpace(q.Text) == "":
 		return nil, apierr.InvalidArgument("q", "q must not be empty")

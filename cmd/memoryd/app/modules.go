@@ -408,7 +408,8 @@ func (a *App) initSearchIndex(context.Context) (modules.Module, error) {
 }
 
 // initContextAssembly builds context-assembly with its own service-token
-// clients of search-index (query hints) and proposal-apply (usage).
+// clients of search-index (query hints), entity-graph (graph-aware
+// retrieval) and proposal-apply (usage).
 func (a *App) initContextAssembly(context.Context) (modules.Module, error) {
 	deps := contextassembly.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Repo: a.sharedRepo, Logger: a.logger,
 		TokenEncoding: a.cfg.ProposalApply.TokenEncoding, MeterProvider: a.tel.MeterProvider(), Blobs: a.objects,
@@ -419,6 +420,13 @@ func (a *App) initContextAssembly(context.Context) (modules.Module, error) {
 			return nil, err
 		}
 		deps.Search = memoryv1.NewSearchIndexServiceClient(conn)
+	}
+	if addr := a.serviceAddr(ModuleEntityGraph); addr != "" {
+		conn, err := a.serviceConn("context-assembly", addr)
+		if err != nil {
+			return nil, err
+		}
+		deps.Graph = memoryv1.NewEntityGraphServiceClient(conn)
 	}
 	usage, err := a.commitsClient("context-assembly")
 	if err != nil {

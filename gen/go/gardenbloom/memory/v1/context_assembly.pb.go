@@ -1139,12 +1139,18 @@ type AssembleContextRequest struct {
 	Budget int32 `protobuf:"varint,3,opt,name=budget,proto3" json:"budget,omitempty"`
 	// Read as of a commit sha; empty = HEAD.
 	At string `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
-	// Most search hits to consider; default 20.
+	// Most search hits to consider; unset = sized by the budget left after
+	// Layer 1 (one hit per 60 tokens, 20 to 100).
 	TopK int32 `protobuf:"varint,5,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
 	// Leave out the agent's sources from the object store.
 	ExcludeSources bool `protobuf:"varint,6,opt,name=exclude_sources,json=excludeSources,proto3" json:"exclude_sources,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Graph-aware retrieval: the entities the best hits link to ([[…]])
+	// bring their other facts from the agent's memory files, Layer 2
+	// included, ranked with the hits. Unset = the server's --context-graph
+	// (off by default: Layer 2 is read only on explicit request).
+	Graph         *bool `protobuf:"varint,7,opt,name=graph,proto3,oneof" json:"graph,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AssembleContextRequest) Reset() {
@@ -1215,6 +1221,13 @@ func (x *AssembleContextRequest) GetTopK() int32 {
 func (x *AssembleContextRequest) GetExcludeSources() bool {
 	if x != nil {
 		return x.ExcludeSources
+	}
+	return false
+}
+
+func (x *AssembleContextRequest) GetGraph() bool {
+	if x != nil && x.Graph != nil {
+		return *x.Graph
 	}
 	return false
 }
@@ -2276,7 +2289,7 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\x04runs\x18\x06 \x03(\v2 .gardenbloom.memory.v1.RunRecordR\x04runs\x12\x1f\n" +
 	"\vtoken_count\x18\a \x01(\x05R\n" +
 	"tokenCount\x12\x1c\n" +
-	"\ttruncated\x18\b \x01(\bR\ttruncated\"\xb6\x01\n" +
+	"\ttruncated\x18\b \x01(\bR\ttruncated\"\xdb\x01\n" +
 	"\x16AssembleContextRequest\x12\x17\n" +
 	"\bagent_id\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
@@ -2284,7 +2297,9 @@ const file_gardenbloom_memory_v1_context_assembly_proto_rawDesc = "" +
 	"\x06budget\x18\x03 \x01(\x05R\x06budget\x12\x0e\n" +
 	"\x02at\x18\x04 \x01(\tR\x02at\x12\x13\n" +
 	"\x05top_k\x18\x05 \x01(\x05R\x04topK\x12'\n" +
-	"\x0fexclude_sources\x18\x06 \x01(\bR\x0eexcludeSources\"\xfd\x01\n" +
+	"\x0fexclude_sources\x18\x06 \x01(\bR\x0eexcludeSources\x12\x19\n" +
+	"\x05graph\x18\a \x01(\bH\x00R\x05graph\x88\x01\x01B\b\n" +
+	"\x06_graph\"\xfd\x01\n" +
 	"\x0eContextSection\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04file\x18\x02 \x01(\tR\x04file\x12/\n" +
@@ -2508,6 +2523,7 @@ func file_gardenbloom_memory_v1_context_assembly_proto_init() {
 	}
 	file_gardenbloom_memory_v1_episode_proto_init()
 	file_gardenbloom_memory_v1_types_proto_init()
+	file_gardenbloom_memory_v1_context_assembly_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
