@@ -10,12 +10,12 @@ import (
 // no content; the query analyzer drops them, and only them.
 func TestQueryAnalyzerDropsTheQuestionsFramingWords(t *testing.T) {
 	for question, content := range map[string]string{
-		"What did Caroline do after the move?":                   "Caroline after move",
-		"Would Melanie be more interested in a national park?":   "Melanie more interested national park",
-		"How often does Sam get his health checkups?":            "often Sam get health checkups",
+		"What did Caroline do after the move?":                     "Caroline after move",
+		"Would Melanie be more interested in a national park?":     "Melanie more interested national park",
+		"How often does Sam get his health checkups?":              "often Sam get health checkups",
 		"Which decision did we take about MinIO before the outage": "decision take about MinIO before outage",
-		"Що ми вирішили щодо MinIO після аварії?":                "вирішили щодо MinIO після аварії",
-		"Какое решение мы приняли по поводу бэкапов?":            "решение приняли поводу бэкапов",
+		"Що ми вирішили щодо MinIO після аварії?":                  "вирішили щодо MinIO після аварії",
+		"Какое решение мы приняли по поводу бэкапов?":              "решение приняли поводу бэкапов",
 	} {
 		require.Equal(t, Analyze(content), AnalyzeQuery(question), "%q", question)
 	}
