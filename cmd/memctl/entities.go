@@ -71,19 +71,22 @@ func (c *cli) entitiesListCommand() *cobra.Command {
 }
 
 func (c *cli) entitiesGetCommand() *cobra.Command {
-	var agent, at string
+	var agent, at, pageToken string
+	var limit, evidence int32
 	cmd := &cobra.Command{
 		Use:   "get ENTITY_ID",
 		Short: "Show an entity with its edges and refs (GetEntity)",
 		Example: `  memctl entities get minio
-  memctl entities get minio --agent my-agent --at 2026-02-17T12:00:00Z -o json`,
+  memctl entities get minio --agent my-agent --at 2026-02-17T12:00:00Z -o json
+  memctl entities get minio --limit 500 --page-token 100`,
 		Args: exactArgs(1, "ENTITY_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := c.clients(cmd.Context())
 			if err != nil {
 				return err
 			}
-			resp, err := cl.graph.GetEntity(cmd.Context(), &memoryv1.GetEntityRequest{EntityId: args[0], AgentId: agent, At: at})
+			resp, err := cl.graph.GetEntity(cmd.Context(), &memoryv1.GetEntityRequest{EntityId: args[0], AgentId: agent, At: at,
+				PageSize: limit, PageToken: pageToken, EvidencePerEdge: evidence})
 			if err != nil {
 				return err
 			}
@@ -95,12 +98,20 @@ func (c *cli) entitiesGetCommand() *cobra.Command {
 				t.kv("aliases", e.GetAliases())
 				t.kv("updated", e.GetLastUpdated())
 				t.kv("refs", resp.GetRefs())
+				t.kv("edges", resp.GetTotalEdges())
 				edgeRows(t, resp.GetEdges())
+				if resp.GetNextPageToken() != "" {
+					t.text("more: --page-token " + resp.GetNextPageToken() + "\n")
+				}
 			})
 		},
 	}
-	cmd.Flags().StringVar(&agent, "agent", "", "only this agent's refs and evidence")
-	cmd.Flags().StringVar(&at, "at", "", "as of a commit or RFC 3339 time")
+	f := cmd.Flags()
+	f.StringVar(&agent, "agent", "", "only this agent's refs and evidence")
+	f.StringVar(&at, "at", "", "as of a commit or RFC 3339 time")
+	f.Int32Var(&limit, "limit", 0, "edges per page (default 100, at most 500)")
+	f.StringVar(&pageToken, "page-token", "", "the next page")
+	f.Int32Var(&evidence, "evidence", 0, "evidence listed per edge (default 20, at most 1000)")
 	return cmd
 }
 

@@ -358,16 +358,19 @@ func (s *server) memoryDiff(ctx context.Context, c Caller, in MemoryDiffInput) (
 
 // GetEntityInput are get_entity's arguments.
 type GetEntityInput struct {
-	EntityID string `json:"entity_id" jsonschema:"The entity's id: a slug such as minio, or typed as in wiki links, e.g. person:alice, skill:git-rebase."`
-	AgentID  string `json:"agent_id,omitempty" jsonschema:"Only this agent's refs and evidence; omitted = every agent your token may read (the default agent does not apply)."`
-	At       string `json:"at,omitempty" jsonschema:"The entity as it was at a commit sha or RFC 3339 time; empty = now."`
+	EntityID  string `json:"entity_id" jsonschema:"The entity's id: a slug such as minio, or typed as in wiki links, e.g. person:alice, skill:git-rebase."`
+	AgentID   string `json:"agent_id,omitempty" jsonschema:"Only this agent's refs and evidence; omitted = every agent your token may read (the default agent does not apply)."`
+	At        string `json:"at,omitempty" jsonschema:"The entity as it was at a commit sha or RFC 3339 time; empty = now."`
+	PageToken string `json:"page_token,omitempty" jsonschema:"next_page_token of the previous answer, for the next page of relations."`
 }
 
 // GetEntityOutput is get_entity's answer.
 type GetEntityOutput struct {
-	Entity EntityOutput `json:"entity"`
-	Edges  []EdgeOutput `json:"edges" jsonschema:"Its relations, with when they held and where they were seen."`
-	Refs   []string     `json:"refs,omitempty" jsonschema:"Files that mention it."`
+	Entity        EntityOutput `json:"entity"`
+	Edges         []EdgeOutput `json:"edges" jsonschema:"One page of its relations (100), with when they held and where they were seen (20 places each at most)."`
+	Refs          []string     `json:"refs,omitempty" jsonschema:"Files that mention it."`
+	TotalEdges    int32        `json:"total_edges" jsonschema:"Its relations on all pages."`
+	NextPageToken string       `json:"next_page_token,omitempty" jsonschema:"Pass as page_token for the next page; absent on the last."`
 }
 
 func (o GetEntityOutput) text() string {
@@ -382,15 +385,19 @@ func (o GetEntityOutput) text() string {
 		b.WriteString("ref: " + r + "\n")
 	}
 	edgesText(&b, o.Edges)
+	if o.NextPageToken != "" {
+		fmt.Fprintf(&b, "%d of %d relations; more with page_token %s\n", len(o.Edges), o.TotalEdges, o.NextPageToken)
+	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
 func (s *server) getEntity(ctx context.Context, _ Caller, in GetEntityInput) (GetEntityOutput, error) {
-	resp, err := s.clients.EntityGraph.GetEntity(ctx, &memoryv1.GetEntityRequest{EntityId: in.EntityID, AgentId: in.AgentID, At: in.At})
+	resp, err := s.clients.EntityGraph.GetEntity(ctx, &memoryv1.GetEntityRequest{EntityId: in.EntityID, AgentId: in.AgentID, At: in.At, PageToken: in.PageToken})
 	if err != nil {
 		return GetEntityOutput{}, err
 	}
-	return GetEntityOutput{Entity: entityOutput(resp.GetEntity()), Edges: edgeOutputs(resp.GetEdges()), Refs: resp.GetRefs()}, nil
+	return GetEntityOutput{Entity: entityOutput(resp.GetEntity()), Edges: edgeOutputs(resp.GetEdges()), Refs: resp.GetRefs(),
+		TotalEdges: resp.GetTotalEdges(), NextPageToken: resp.GetNextPageToken()}, nil
 }
 
 // CausalChainInput are get_causal_chain's arguments (memory-bridge §7

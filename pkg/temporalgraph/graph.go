@@ -309,6 +309,8 @@ type Graph struct {
 	strsAt int
 	// spare are edge states of closed edges, for new ones (dropEdge).
 	spare []*edgeState
+	// sorted keeps the biggest adjacency lists in order (NodePage).
+	sorted sortedAdj
 
 	// Records not yet on disk, by what queries look them up by: fact
 	// changes by entity, closed intervals by each endpoint, commit
@@ -354,6 +356,7 @@ func (g *Graph) Size() Size {
 
 // indexEdge records a new edge, k, in the adjacency index.
 func (g *Graph) indexEdge(k edgeKey, es *edgeState) {
+	g.sorted.drop(k.from, k.to)
 	es.adjFrom = int32(len(g.adj[k.from]))
 	g.adj[k.from] = append(g.adj[k.from], k)
 	if k.to != k.from {
@@ -394,6 +397,7 @@ func (g *Graph) newEdgeState() *edgeState {
 // unindex removes the i-th key of id's adjacency list: the last takes its
 // place (lists are unordered), and learns its new position.
 func (g *Graph) unindex(id string, i int) {
+	g.sorted.drop(id)
 	ks := g.adj[id]
 	last := ks[len(ks)-1]
 	if i != len(ks)-1 {
@@ -1047,6 +1051,49 @@ func (g *Graph) NodeAt(id string, at Point) (Node, []Edge, bool) {
 	es := g.edgesOf(n.id, at, nil, r)
 	sortEdges(es)
 	return n.export(r), es, true
+}
+
+// NodePage is NodeAt with the edges cut to a page: of the node's edges in
+// NodeAt's order that visible accepts (nil: all), skip are passed over and
+// at most limit returned; total counts them all. Now, the open edges are
+// ordered by their keys alone and an edge's evidence — what makes a
+// shared entity's thousands of edges costly — is built only for the page
+// (and for the edges visible must see); in the past, NodeAt's edges are
+// cut.
+func (g *Graph) NodePage(id string, at Point, skip, limit int, visible func(Edge) bool) (n Node, page []Edge, total int, ok bool) {
+	ns := g.nodes[EntityID(id)]
+	if ns == nil || !ns.existsAt(at) {
+		return Node{}, nil, 0, false
+	}
+	r := g.reader()
+	defer r.done()
+	take := func(e Edge) {
+		if visible != nil && !visible(e) {
+			return
+		}
+		if total >= skip && len(page) < limit {
+			page = append(page, e)
+		}
+		total++
+	}
+	if !at.IsNow() || g.zeroClosed {
+		es := g.edgesOf(ns.id, at, nil, r)
+		sortEdges(es)
+		for _, e := range es {
+			take(e)
+		}
+		return ns.export(r), page, total, true
+	}
+	// Now, every indexed edge is open, and one interval of its key, so
+	// the key orders it.
+	for _, k := range g.sorted.get(ns.id, g.adj[ns.id]) {
+		if visible == nil && (total < skip || len(page) == limit) {
+			total++ // counted without building its evidence
+			continue
+		}
+		take(g.current(k, g.edges[k], r))
+	}
+	return ns.export(r), page, total, true
 }
 
 // Nodes returns the nodes matching f, sorted by id.

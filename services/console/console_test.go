@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -53,6 +54,9 @@ type fakes struct {
 	agents []string
 	// listAgentsCalls counts ListAgents calls (one per Agents page).
 	listAgentsCalls int
+	// entityPageSize pages GetEntity's edges as memoryd does, offset
+	// tokens (0: every edge on one page).
+	entityPageSize int
 }
 
 var readRoles = []auth.Role{auth.RoleAgent, auth.RoleService, auth.RoleAdmin}
@@ -251,6 +255,17 @@ func (f *fakes) GetEntity(_ context.Context, req *memoryv1.GetEntityRequest) (*m
 			for _, ed := range graphEdges {
 				if ed.GetFromEntityId() == e.GetEntityId() || ed.GetToEntityId() == e.GetEntityId() {
 					resp.Edges = append(resp.Edges, ed)
+				}
+			}
+			resp.TotalEdges = int32(len(resp.Edges))
+			f.mu.Lock()
+			size := f.entityPageSize
+			f.mu.Unlock()
+			if size > 0 {
+				skip, _ := strconv.Atoi(req.GetPageToken())
+				resp.Edges = resp.Edges[skip:min(skip+size, len(resp.Edges))]
+				if skip+size < int(resp.TotalEdges) {
+					resp.NextPageToken = strconv.Itoa(skip + size)
 				}
 			}
 			return resp, nil
@@ -814,10 +829,26 @@ func TestEntityPages(t *testing.T) {
 	require.Contains(t, page, "2026-03-01 09:00:00 UTC", "valid_to")
 	require.Contains(t, page, `<li data-neighbor="2026-02-17-use-minio"><a href="/ui/entities/2026-02-17-use-minio">`)
 	require.Contains(t, page, `aria-current="page">Entities`)
+	require.NotContains(t, page, "data-relations-page", "one page: no pager")
 
 	resp, page = e.do(t, "GET", "/ui/entities/nope", nil, []*http.Cookie{sess}, nil)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 	require.Contains(t, page, "entity nope not found")
+
+	// GetEntity pages a shared entity's relations: the page says which it
+	// shows and links the next and the first.
+	e.f.mu.Lock()
+	e.f.entityPageSize = 1
+	e.f.mu.Unlock()
+	resp, page = e.do(t, "GET", "/ui/entities/minio", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Regexp(t, `<p class="muted" data-relations-page>relations 1–1 of [2-9]</p>`, page)
+	require.Contains(t, page, `<a href="/ui/entities/minio?page_token=1">next →</a>`)
+	require.NotContains(t, page, "first page")
+	resp, page = e.do(t, "GET", "/ui/entities/minio?page_token=1", nil, []*http.Cookie{sess}, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Regexp(t, `relations 2–2 of [2-9]`, page)
+	require.Contains(t, page, `<a href="/ui/entities/minio">← first page</a>`)
 }
 
 // Decisions: ExplainDecision's chain drawn inline and listed.

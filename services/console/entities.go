@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,6 +106,10 @@ type entityView struct {
 	Picture template.HTML
 	// PictureError says why there is no picture.
 	PictureError string
+	// Total is the entity's relations on all pages; the page shows the
+	// First to the Last of them.
+	Total, First, Last int
+	FirstURL, NextURL  string
 }
 
 // entityPage shows one entity: GetEntity's edges, the timeline picture of
@@ -113,7 +118,8 @@ func (s *Server) entityPage(w http.ResponseWriter, r *http.Request, c *caller) {
 	id := r.PathValue("id")
 	ctx, cancel := s.call(r, c)
 	defer cancel()
-	resp, err := s.clients.EntityGraph.GetEntity(ctx, &memoryv1.GetEntityRequest{EntityId: id})
+	token := r.URL.Query().Get("page_token")
+	resp, err := s.clients.EntityGraph.GetEntity(ctx, &memoryv1.GetEntityRequest{EntityId: id, PageToken: token})
 	if err != nil {
 		s.callFailed(w, r, c, err, Path+"entities")
 		return
@@ -123,7 +129,17 @@ func (s *Server) entityPage(w http.ResponseWriter, r *http.Request, c *caller) {
 		s.callFailed(w, r, c, err, Path+"entities")
 		return
 	}
-	v := entityView{Entity: resp.GetEntity(), Refs: resp.GetRefs()}
+	v := entityView{Entity: resp.GetEntity(), Refs: resp.GetRefs(), Total: int(resp.GetTotalEdges()), First: 1}
+	if token != "" {
+		// The token is the offset of the page's first edge (GetEntity).
+		skip, _ := strconv.Atoi(token)
+		v.First = skip + 1
+		v.FirstURL = Path + "entities/" + url.PathEscape(id)
+	}
+	if next := resp.GetNextPageToken(); next != "" {
+		v.NextURL = Path + "entities/" + url.PathEscape(id) + "?" + url.Values{"page_token": {next}}.Encode()
+	}
+	v.Last = v.First + len(resp.GetEdges()) - 1
 	for _, e := range resp.GetEdges() {
 		v.Edges = append(v.Edges, newEdgeRow(id, e))
 	}
@@ -193,6 +209,10 @@ type decisionsView struct {
 	Picture  template.HTML
 	// PictureError says why there is no picture.
 	PictureError string
+	// Total is the entity's relations on all pages; the page shows the
+	// First to the Last of them.
+	Total, First, Last int
+	FirstURL, NextURL  string
 }
 
 // decisionsPage explains a decision (?id= a decision entity, or ?query=

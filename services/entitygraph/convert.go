@@ -89,26 +89,63 @@ func (v viewer) node(n temporalgraph.Node) *memoryv1.Entity {
 func (v viewer) edges(es []temporalgraph.Edge) []*memoryv1.Edge {
 	var out []*memoryv1.Edge
 	for _, e := range es {
-		pe := &memoryv1.Edge{FromEntityId: e.From, ToEntityId: e.To, Relation: relation(e.Relation), ValidFrom: timestamppb.New(e.ValidFrom)}
-		if !e.ValidTo.IsZero() {
-			pe.ValidTo = timestamppb.New(e.ValidTo)
+		if pe := v.edge(e, len(e.Evidence)); pe != nil {
+			out = append(out, pe)
 		}
-		for _, ev := range e.Evidence {
-			if strings.HasPrefix(ev.File, "commit:") && v.agents != nil {
-				continue // commit-message refs are not tied to one agent's files
-			}
-			if !strings.HasPrefix(ev.File, "commit:") && !v.sees(ev.File) {
-				continue
-			}
-			pe.Evidence = append(pe.Evidence, &memoryv1.Evidence{File: ev.File, Commit: ev.Commit, Span: &memoryv1.Span{StartLine: int32(ev.Line), EndLine: int32(ev.Line)}})
-		}
-		if len(pe.Evidence) == 0 {
-			continue
-		}
-		pe.Weight = float64(len(pe.Evidence))
-		out = append(out, pe)
 	}
 	return out
+}
+
+// seesEdge is the filter of the edges v sees: nil when v sees every
+// file (an open edge always has evidence), so the graph builds the
+// evidence of a page's edges only.
+func (v viewer) seesEdge() func(temporalgraph.Edge) bool {
+	if v.agents == nil {
+		return nil
+	}
+	return func(e temporalgraph.Edge) bool { return v.visibleEvidence(e) > 0 }
+}
+
+// seesEvidence reports whether v sees evidence ev.
+func (v viewer) seesEvidence(ev temporalgraph.Evidence) bool {
+	if strings.HasPrefix(ev.File, "commit:") {
+		return v.agents == nil // commit-message refs are not tied to one agent's files
+	}
+	return v.sees(ev.File)
+}
+
+// visibleEvidence counts the evidence of e that v sees.
+func (v viewer) visibleEvidence(e temporalgraph.Edge) int {
+	n := 0
+	for _, ev := range e.Evidence {
+		if v.seesEvidence(ev) {
+			n++
+		}
+	}
+	return n
+}
+
+// edge is e as v sees it, with at most max pieces of evidence (nil: v
+// sees none of it). Its weight and evidence_count count all it sees.
+func (v viewer) edge(e temporalgraph.Edge, max int) *memoryv1.Edge {
+	pe := &memoryv1.Edge{FromEntityId: e.From, ToEntityId: e.To, Relation: relation(e.Relation), ValidFrom: timestamppb.New(e.ValidFrom)}
+	if !e.ValidTo.IsZero() {
+		pe.ValidTo = timestamppb.New(e.ValidTo)
+	}
+	for _, ev := range e.Evidence {
+		if !v.seesEvidence(ev) {
+			continue
+		}
+		pe.EvidenceCount++
+		if len(pe.Evidence) < max {
+			pe.Evidence = append(pe.Evidence, &memoryv1.Evidence{File: ev.File, Commit: ev.Commit, Span: &memoryv1.Span{StartLine: int32(ev.Line), EndLine: int32(ev.Line)}})
+		}
+	}
+	if pe.EvidenceCount == 0 {
+		return nil
+	}
+	pe.Weight = float64(pe.EvidenceCount)
+	return pe
 }
 
 func factChange(c temporalgraph.FactChange) *memoryv1.EntityFactChange {

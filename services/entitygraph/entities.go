@@ -73,17 +73,17 @@ func (s *Service) point(ctx context.Context, at string) (temporalgraph.Point, er
 		fmt.Sprintf("at %q is neither an RFC 3339 time nor a commit of main", at), map[string]string{"at": at})
 }
 
-// entity returns the node id names at revision at, with its edges; ok is
-// false when the graph has no such node then.
-func (s *Service) entity(ctx context.Context, id, at string) (temporalgraph.Node, []temporalgraph.Edge, bool, error) {
+// entityPage is entity with one page of the edges visible accepts (nil:
+// all; temporalgraph.Graph.NodePage), and how many it accepts in all.
+func (s *Service) entityPage(ctx context.Context, id, at string, skip, size int, visible func(temporalgraph.Edge) bool) (temporalgraph.Node, []temporalgraph.Edge, int, bool, error) {
 	p, err := s.point(ctx, at)
 	if err != nil {
-		return temporalgraph.Node{}, nil, false, err
+		return temporalgraph.Node{}, nil, 0, false, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	n, edges, ok := s.graph.NodeAt(temporalgraph.EntityID(id), p)
-	return n, edges, ok, nil
+	n, edges, total, ok := s.graph.NodePage(temporalgraph.EntityID(id), p, skip, size, visible)
+	return n, edges, total, ok, nil
 }
 
 // entityQuery is a validated ListEntities request.

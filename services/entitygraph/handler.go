@@ -3,6 +3,7 @@ package entitygraph
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
@@ -54,7 +55,18 @@ func (h *handler) GetEntity(ctx context.Context, req *memoryv1.GetEntityRequest)
 		}
 		v = viewer{agents: []string{agent}}
 	}
-	n, edges, ok, err := h.svc.entity(ctx, req.GetEntityId(), req.GetAt())
+	skip, size, err := offsetPage(req.GetPageSize(), req.GetPageToken(), 100)
+	if err != nil {
+		return nil, err
+	}
+	evidence := int(req.GetEvidencePerEdge())
+	switch {
+	case evidence < 0 || evidence > maxEvidencePerEdge:
+		return nil, apierr.InvalidArgument("evidencePerEdge", fmt.Sprintf("evidencePerEdge must be 0 to %d", maxEvidencePerEdge))
+	case evidence == 0:
+		evidence = 20
+	}
+	n, edges, total, ok, err := h.svc.entityPage(ctx, req.GetEntityId(), req.GetAt(), skip, size, v.seesEdge())
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +74,36 @@ func (h *handler) GetEntity(ctx context.Context, req *memoryv1.GetEntityRequest)
 	if !ok || (v.agents != nil && len(e.Refs) == 0) {
 		return nil, apierr.EntityNotFound(req.GetEntityId())
 	}
-	return &memoryv1.GetEntityResponse{Entity: e, Edges: v.edges(edges), Refs: e.Refs}, nil
+	page := make([]*memoryv1.Edge, 0, len(edges))
+	for _, ed := range edges {
+		if pe := v.edge(ed, evidence); pe != nil { // nil: no evidence at all, which an edge always has
+			page = append(page, pe)
+		}
+	}
+	resp := &memoryv1.GetEntityResponse{Entity: e, Edges: page, Refs: e.Refs, TotalEdges: int32(total)}
+	if skip+len(page) < total {
+		resp.NextPageToken = fmt.Sprint(skip + len(page))
+	}
+	return resp, nil
+}
+
+// maxEvidencePerEdge bounds GetEntityRequest.evidence_per_edge.
+const maxEvidencePerEdge = 1000
+
+// offsetPage checks a page request whose token is an offset ("" = 0):
+// how many items the previous pages held; a size of 0 means def.
+func offsetPage(size int32, token string, def int) (skip, n int, err error) {
+	if n, err = pageSize(size, def); err != nil {
+		return 0, 0, err
+	}
+	if token == "" {
+		return 0, n, nil
+	}
+	skip, err = strconv.Atoi(token)
+	if err != nil || skip < 0 {
+		return 0, 0, apierr.InvalidArgument("pageToken", "invalid pageToken")
+	}
+	return skip, n, nil
 }
 
 // pageSize checks a request's page size; 0 means def.
@@ -122,15 +163,9 @@ func (h *handler) GetEntityHistory(ctx context.Context, req *memoryv1.GetEntityH
 	if err != nil {
 		return nil, err
 	}
-	size, err := pageSize(req.GetPageSize(), 100)
+	skip, size, err := offsetPage(req.GetPageSize(), req.GetPageToken(), 100)
 	if err != nil {
 		return nil, err
-	}
-	skip := 0
-	if tok := req.GetPageToken(); tok != "" {
-		if _, err := fmt.Sscanf(tok, "%d", &skip); err != nil || skip < 0 {
-			return nil, apierr.InvalidArgument("pageToken", "invalid pageToken")
-		}
 	}
 	return h.svc.entityHistory(v, req.GetEntityId(), skip, size)
 }

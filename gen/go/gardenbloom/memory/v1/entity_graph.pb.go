@@ -30,9 +30,16 @@ type GetEntityRequest struct {
 	At string `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
 	// Only this agent's refs and evidence (the DiffMem adapter path); empty =
 	// every agent the token may see.
-	AgentId       string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AgentId string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// Edges per page; 0 = 100, at most 500.
+	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty = the first page.
+	PageToken string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Evidence per edge, in file order; 0 = 20, at most 1,000. Each edge's
+	// evidence_count (and weight) counts all of it.
+	EvidencePerEdge int32 `protobuf:"varint,6,opt,name=evidence_per_edge,json=evidencePerEdge,proto3" json:"evidence_per_edge,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetEntityRequest) Reset() {
@@ -86,11 +93,38 @@ func (x *GetEntityRequest) GetAgentId() string {
 	return ""
 }
 
+func (x *GetEntityRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetEntityRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *GetEntityRequest) GetEvidencePerEdge() int32 {
+	if x != nil {
+		return x.EvidencePerEdge
+	}
+	return 0
+}
+
 type GetEntityResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Entity        *Entity                `protobuf:"bytes,1,opt,name=entity,proto3" json:"entity,omitempty"`
-	Edges         []*Edge                `protobuf:"bytes,2,rep,name=edges,proto3" json:"edges,omitempty"`
-	Refs          []string               `protobuf:"bytes,3,rep,name=refs,proto3" json:"refs,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Entity *Entity                `protobuf:"bytes,1,opt,name=entity,proto3" json:"entity,omitempty"`
+	// One page of the entity's edges, in (from, to, relation, valid_from) order.
+	Edges []*Edge `protobuf:"bytes,2,rep,name=edges,proto3" json:"edges,omitempty"`
+	// Files that mention the entity (entity.refs, on every page).
+	Refs []string `protobuf:"bytes,3,rep,name=refs,proto3" json:"refs,omitempty"`
+	// The next page's token; empty on the last page.
+	NextPageToken string `protobuf:"bytes,4,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// Edges on all pages.
+	TotalEdges    int32 `protobuf:"varint,5,opt,name=total_edges,json=totalEdges,proto3" json:"total_edges,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -144,6 +178,20 @@ func (x *GetEntityResponse) GetRefs() []string {
 		return x.Refs
 	}
 	return nil
+}
+
+func (x *GetEntityResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *GetEntityResponse) GetTotalEdges() int32 {
+	if x != nil {
+		return x.TotalEdges
+	}
+	return 0
 }
 
 type ListEntitiesRequest struct {
@@ -924,15 +972,22 @@ var File_gardenbloom_memory_v1_entity_graph_proto protoreflect.FileDescriptor
 
 const file_gardenbloom_memory_v1_entity_graph_proto_rawDesc = "" +
 	"\n" +
-	"(gardenbloom/memory/v1/entity_graph.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"Z\n" +
+	"(gardenbloom/memory/v1/entity_graph.proto\x12\x15gardenbloom.memory.v1\x1a!gardenbloom/memory/v1/types.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc2\x01\n" +
 	"\x10GetEntityRequest\x12\x1b\n" +
 	"\tentity_id\x18\x01 \x01(\tR\bentityId\x12\x0e\n" +
 	"\x02at\x18\x02 \x01(\tR\x02at\x12\x19\n" +
-	"\bagent_id\x18\x03 \x01(\tR\aagentId\"\x91\x01\n" +
+	"\bagent_id\x18\x03 \x01(\tR\aagentId\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\x12*\n" +
+	"\x11evidence_per_edge\x18\x06 \x01(\x05R\x0fevidencePerEdge\"\xda\x01\n" +
 	"\x11GetEntityResponse\x125\n" +
 	"\x06entity\x18\x01 \x01(\v2\x1d.gardenbloom.memory.v1.EntityR\x06entity\x121\n" +
 	"\x05edges\x18\x02 \x03(\v2\x1b.gardenbloom.memory.v1.EdgeR\x05edges\x12\x12\n" +
-	"\x04refs\x18\x03 \x03(\tR\x04refs\"\xc9\x01\n" +
+	"\x04refs\x18\x03 \x03(\tR\x04refs\x12&\n" +
+	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken\x12\x1f\n" +
+	"\vtotal_edges\x18\x05 \x01(\x05R\n" +
+	"totalEdges\"\xc9\x01\n" +
 	"\x13ListEntitiesRequest\x125\n" +
 	"\x04type\x18\x01 \x01(\x0e2!.gardenbloom.memory.v1.EntityTypeR\x04type\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x14\n" +

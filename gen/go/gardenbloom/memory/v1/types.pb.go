@@ -1834,7 +1834,10 @@ type Edge struct {
 	ValidTo  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=valid_to,json=validTo,proto3" json:"valid_to,omitempty"`
 	Evidence []*Evidence            `protobuf:"bytes,6,rep,name=evidence,proto3" json:"evidence,omitempty"`
 	// How strongly the relation is supported (number of evidences, decayed).
-	Weight        float64 `protobuf:"fixed64,7,opt,name=weight,proto3" json:"weight,omitempty"`
+	Weight float64 `protobuf:"fixed64,7,opt,name=weight,proto3" json:"weight,omitempty"`
+	// Pieces of evidence the relation has; `evidence` may list fewer
+	// (GetEntityRequest.evidence_per_edge).
+	EvidenceCount int32 `protobuf:"varint,8,opt,name=evidence_count,json=evidenceCount,proto3" json:"evidence_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1914,6 +1917,13 @@ func (x *Edge) GetEvidence() []*Evidence {
 func (x *Edge) GetWeight() float64 {
 	if x != nil {
 		return x.Weight
+	}
+	return 0
+}
+
+func (x *Edge) GetEvidenceCount() int32 {
+	if x != nil {
+		return x.EvidenceCount
 	}
 	return 0
 }
@@ -2159,7 +2169,7 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"\bEvidence\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x16\n" +
 	"\x06commit\x18\x02 \x01(\tR\x06commit\x12/\n" +
-	"\x04span\x18\x03 \x01(\v2\x1b.gardenbloom.memory.v1.SpanR\x04span\"\xd2\x02\n" +
+	"\x04span\x18\x03 \x01(\v2\x1b.gardenbloom.memory.v1.SpanR\x04span\"\xf9\x02\n" +
 	"\x04Edge\x12$\n" +
 	"\x0efrom_entity_id\x18\x01 \x01(\tR\ffromEntityId\x12 \n" +
 	"\fto_entity_id\x18\x02 \x01(\tR\n" +
@@ -2169,7 +2179,8 @@ const file_gardenbloom_memory_v1_types_proto_rawDesc = "" +
 	"valid_from\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tvalidFrom\x125\n" +
 	"\bvalid_to\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\avalidTo\x12;\n" +
 	"\bevidence\x18\x06 \x03(\v2\x1f.gardenbloom.memory.v1.EvidenceR\bevidence\x12\x16\n" +
-	"\x06weight\x18\a \x01(\x01R\x06weight\"\xc9\x02\n" +
+	"\x06weight\x18\a \x01(\x01R\x06weight\x12%\n" +
+	"\x0eevidence_count\x18\b \x01(\x05R\revidenceCount\"\xc9\x02\n" +
 	"\bSnapshot\x12\x1f\n" +
 	"\vsnapshot_id\x18\x01 \x01(\tR\n" +
 	"snapshotId\x12\x19\n" +

@@ -1,0 +1,103 @@
+package temporalgraph
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// NodePage is NodeAt's edges cut to a page: every page of every size,
+// now and in the past, with and without a visibility filter, is the
+// same slice of what NodeAt answers.
+func TestNodePageIsASliceOfNodeAt(t *testing.T) {
+	g := New()
+	defer func() { require.NoError(t, g.Close()) }()
+	for _, c := range syntheticHistory(600) {
+		g.ApplyCommit(c)
+	}
+	onlyEven := func(e Edge) bool {
+		for _, ev := range e.Evidence {
+			if strings.HasSuffix(ev.File, "0/facts.md") || strings.HasSuffix(ev.File, "2/facts.md") {
+				return true
+			}
+		}
+		return false
+	}
+	past := AtTime(syntheticHistory(600)[250].Time)
+	for _, id := range []string{"entity-7", "entity-123", "agent-05", "nobody"} {
+		for _, at := range []Point{{}, past} {
+			for _, visible := range []func(Edge) bool{nil, onlyEven} {
+				n, all, ok := g.NodeAt(id, at)
+				var want []Edge
+				for _, e := range all {
+					if visible == nil || visible(e) {
+						want = append(want, e)
+					}
+				}
+				for _, size := range []int{1, 7, 100, 1000} {
+					for skip := 0; skip <= len(want)+1; skip += max(1, size/2) {
+						pn, page, total, pok := g.NodePage(id, at, skip, size, visible)
+						name := fmt.Sprintf("%s at %v, filtered %v, skip %d size %d", id, at, visible != nil, skip, size)
+						require.Equal(t, ok, pok, name)
+						require.Equal(t, n, pn, name)
+						require.Equal(t, len(want), total, name)
+						if w := want[min(skip, len(want)):min(skip+size, len(want))]; len(w) == 0 {
+							require.Empty(t, page, name)
+						} else {
+							require.Equal(t, w, page, name)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// A hub's sorted edges are kept between pages (sortedAdj) and never
+// outlive a change: an edge added or gone shows on the next page at once,
+// and concurrent readers share the kept order.
+func TestNodePageFollowsChangesOfABigNode(t *testing.T) {
+	g := New()
+	defer func() { require.NoError(t, g.Close()) }()
+	start := syntheticHistory(1)[0].Time
+	facts := func(n, skip int) *string {
+		var b strings.Builder
+		b.WriteString("# Facts: hub\n\n## D\n")
+		for i := range n {
+			if i != skip {
+				fmt.Fprintf(&b, "- [[Hub]] feeds [[Leaf %03d]]\n", i)
+			}
+		}
+		s := b.String()
+		return &s
+	}
+	apply := func(i int, content *string) {
+		g.ApplyCommit(Commit{Sha: fmt.Sprintf("%040x", i), Time: start.Add(time.Duration(i) * time.Minute), AgentID: "hub",
+			Files: map[string]*string{"memory/hub/facts.md": content}})
+	}
+	check := func(name string) {
+		_, all, _ := g.NodeAt("hub", Point{})
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for skip := w; skip < len(all); skip += 37 {
+					_, page, total, ok := g.NodePage("hub", Point{}, skip, 50, nil)
+					require.True(t, ok)
+					require.Equal(t, len(all), total, name)
+					require.Equal(t, all[skip:min(skip+50, len(all))], page, name)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	apply(0, facts(300, -1))
+	check("300 leaves")
+	apply(1, facts(301, -1))
+	check("a leaf added")
+	apply(2, facts(301, 17))
+	check("a leaf gone")
+}
