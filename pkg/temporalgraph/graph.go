@@ -309,8 +309,10 @@ type Graph struct {
 	strsAt int
 	// spare are edge states of closed edges, for new ones (dropEdge).
 	spare []*edgeState
-	// sorted keeps the biggest adjacency lists in order (NodePage).
-	sorted sortedAdj
+	// sortedAdj and sortedRefs keep the biggest adjacency lists and ref
+	// sets in order (NodePage).
+	sortedAdj  sortedLists[edgeKey]
+	sortedRefs sortedLists[string]
 
 	// Records not yet on disk, by what queries look them up by: fact
 	// changes by entity, closed intervals by each endpoint, commit
@@ -356,7 +358,7 @@ func (g *Graph) Size() Size {
 
 // indexEdge records a new edge, k, in the adjacency index.
 func (g *Graph) indexEdge(k edgeKey, es *edgeState) {
-	g.sorted.drop(k.from, k.to)
+	g.sortedAdj.drop(k.from, k.to)
 	es.adjFrom = int32(len(g.adj[k.from]))
 	g.adj[k.from] = append(g.adj[k.from], k)
 	if k.to != k.from {
@@ -397,7 +399,7 @@ func (g *Graph) newEdgeState() *edgeState {
 // unindex removes the i-th key of id's adjacency list: the last takes its
 // place (lists are unordered), and learns its new position.
 func (g *Graph) unindex(id string, i int) {
-	g.sorted.drop(id)
+	g.sortedAdj.drop(id)
 	ks := g.adj[id]
 	last := ks[len(ks)-1]
 	if i != len(ks)-1 {
@@ -571,6 +573,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 			if !nf.hasNode(id) {
 				n := g.nodes[id]
 				delete(n.refs, ch.src)
+				g.sortedRefs.drop(id)
 				n.updated = t
 			}
 		}
@@ -578,6 +581,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 			if !old.hasNode(id) {
 				n := g.node(id, t, ord)
 				n.refs[ch.src] = true
+				g.sortedRefs.drop(id)
 				n.updated = t
 			}
 		}
@@ -668,6 +672,7 @@ func (g *Graph) applyCommitSource(src string, nf *fileState, sha string, t time.
 		n.commitRefs = true
 		n.updated = t
 		g.pendNodeRefs[n.id] = append(g.pendNodeRefs[n.id], src)
+		g.sortedRefs.drop(n.id)
 		g.pending++
 	}
 	for _, e := range nf.edges {
@@ -1005,25 +1010,34 @@ func sortEdges(es []Edge) {
 }
 
 // export is n as a Node; r reads its commit sources.
-func (n *nodeState) export(r *reader) Node {
-	out := Node{ID: n.id, Type: n.typ, Label: n.label, LastUpdated: n.updated}
+func (n *nodeState) export(r *reader) Node { return n.exportWith(n.sortedRefs(r)) }
+
+// exportWith is n as a Node with refs, n's refs sorted.
+func (n *nodeState) exportWith(refs []string) Node {
+	out := Node{ID: n.id, Type: n.typ, Label: n.label, LastUpdated: n.updated, Refs: refs}
 	for a := range n.aliases {
 		out.Aliases = append(out.Aliases, a)
 	}
 	sort.Strings(out.Aliases)
+	return out
+}
+
+// sortedRefs lists n's refs, sorted; r reads its commit sources.
+func (n *nodeState) sortedRefs(r *reader) []string {
+	var refs []string
 	for ref := range n.refs {
-		out.Refs = append(out.Refs, ref)
+		refs = append(refs, ref)
 	}
 	if n.commitRefs {
-		out.Refs = append(out.Refs, r.nodeRefs(n)...)
+		refs = append(refs, r.nodeRefs(n)...)
 	}
-	sort.Strings(out.Refs)
+	sort.Strings(refs)
 	if n.commitRefs {
 		// A source given twice (a replayed commit without a sha) is
 		// one ref.
-		out.Refs = slices.Compact(out.Refs)
+		refs = slices.Compact(refs)
 	}
-	return out
+	return refs
 }
 
 // existsAt reports whether n was first seen at or before p (zero: now).
@@ -1082,18 +1096,33 @@ func (g *Graph) NodePage(id string, at Point, skip, limit int, visible func(Edge
 		for _, e := range es {
 			take(e)
 		}
-		return ns.export(r), page, total, true
+		return g.exportNode(ns, r), page, total, true
 	}
 	// Now, every indexed edge is open, and one interval of its key, so
 	// the key orders it.
-	for _, k := range g.sorted.get(ns.id, g.adj[ns.id]) {
+	adj := g.adj[ns.id]
+	sorted := g.sortedAdj.get(ns.id, len(adj), func() []edgeKey { return slices.Clone(adj) }, compareKeys)
+	for _, k := range sorted {
 		if visible == nil && (total < skip || len(page) == limit) {
 			total++ // counted without building its evidence
 			continue
 		}
 		take(g.current(k, g.edges[k], r))
 	}
-	return ns.export(r), page, total, true
+	return g.exportNode(ns, r), page, total, true
+}
+
+// exportNode is n.export, with the refs of a node that has many kept
+// sorted (sortedRefs). Its commit sources, on disk, only ever grow
+// (applyCommitSource drops the kept list), so a node that has any is
+// always looked up: their number is not known without reading them.
+func (g *Graph) exportNode(n *nodeState, r *reader) Node {
+	known := len(n.refs)
+	if n.commitRefs {
+		known = max(known, sortedMinItems)
+	}
+	refs := g.sortedRefs.get(n.id, known, func() []string { return n.sortedRefs(r) }, strings.Compare)
+	return n.exportWith(slices.Clone(refs))
 }
 
 // Nodes returns the nodes matching f, sorted by id.

@@ -100,4 +100,41 @@ func TestNodePageFollowsChangesOfABigNode(t *testing.T) {
 	check("a leaf added")
 	apply(2, facts(301, 17))
 	check("a leaf gone")
+
+	// Its refs, kept sorted too, follow a file that starts or stops
+	// mentioning it.
+	mention := func(i int, agents ...int) {
+		files := map[string]*string{}
+		for _, a := range agents {
+			content := "# Facts\n\n## D\n- [[Hub]] is near\n"
+			if a < 0 {
+				a, content = -a, "# Facts\n\n## D\n- nothing\n"
+			}
+			files[fmt.Sprintf("memory/agent-%03d/facts.md", a)] = &content
+		}
+		g.ApplyCommit(Commit{Sha: fmt.Sprintf("%040x", i), Time: start.Add(time.Duration(i) * time.Minute), Files: files})
+	}
+	many := make([]int, 300)
+	for a := range many {
+		many[a] = a + 1
+	}
+	mention(3, many...)
+	refs := func() []string {
+		n, _, _, ok := g.NodePage("hub", Point{}, 0, 1, nil)
+		require.True(t, ok)
+		want, _, _ := g.NodeAt("hub", Point{})
+		require.Equal(t, want.Refs, n.Refs)
+		return n.Refs
+	}
+	require.Len(t, refs(), 301)
+	mention(4, -5)
+	require.Len(t, refs(), 300)
+	require.NotContains(t, refs(), "memory/agent-005/facts.md")
+	mention(5, 400)
+	require.Contains(t, refs(), "memory/agent-400/facts.md")
+	// A commit message's Entity-Refs are refs on disk, and only grow.
+	g.ApplyCommit(Commit{Sha: fmt.Sprintf("%040x", 6), Time: start.Add(6 * time.Minute), AgentID: "bot", EntityRefs: []string{"hub"}})
+	require.Contains(t, refs(), "commit:"+fmt.Sprintf("%040x", 6))
+	g.ApplyCommit(Commit{Sha: fmt.Sprintf("%040x", 7), Time: start.Add(7 * time.Minute), AgentID: "bot", EntityRefs: []string{"hub"}})
+	require.Contains(t, refs(), "commit:"+fmt.Sprintf("%040x", 7))
 }
