@@ -63,8 +63,11 @@ type Edge struct {
 	ValidFrom, ValidTo time.Time
 	FromOrd, ToOrd     uint32
 	// Evidence lists every source that supported the edge during this
-	// interval, sorted by file.
+	// interval, sorted by file (then commit and line) — or the first of
+	// them, when NodePage was asked for fewer.
 	Evidence []Evidence
+	// Total is how many sources Evidence was cut from (0: none was cut).
+	Total int
 }
 
 // Node is an entity.
@@ -957,8 +960,36 @@ func sortedEvidence(strs *interner, ms ...map[uint32]evidence) []Evidence {
 			out = append(out, strs.expand(src, ev))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	slices.SortFunc(out, compareEvidence)
 	return out
+}
+
+// compareEvidence orders evidence by file, then commit and line.
+func compareEvidence(a, b Evidence) int {
+	return cmp.Or(strings.Compare(a.File, b.File), strings.Compare(a.Commit, b.Commit), cmp.Compare(a.Line, b.Line))
+}
+
+// firstEvidence is the first pieces of sortedEvidence, at most first of
+// them, found without building and sorting the rest, and how many there
+// are in all: an edge between two shared entities has hundreds.
+func firstEvidence(strs *interner, first int, ms ...map[uint32]evidence) ([]Evidence, int) {
+	out := make([]Evidence, 0, first)
+	n := 0
+	for _, m := range ms {
+		for src, ev := range m {
+			n++
+			e := strs.expand(src, ev)
+			if len(out) == first && compareEvidence(e, out[first-1]) >= 0 {
+				continue
+			}
+			i, _ := slices.BinarySearchFunc(out, e, compareEvidence)
+			if len(out) == first {
+				out = out[:first-1]
+			}
+			out = slices.Insert(out, i, e)
+		}
+	}
+	return out, n
 }
 
 func lessKey(a, b edgeKey) bool {
@@ -1069,12 +1100,14 @@ func (g *Graph) NodeAt(id string, at Point) (Node, []Edge, bool) {
 
 // NodePage is NodeAt with the edges cut to a page: of the node's edges in
 // NodeAt's order that visible accepts (nil: all), skip are passed over and
-// at most limit returned; total counts them all. Now, the open edges are
+// at most limit returned; total counts them all. With visible nil and
+// maxEvidence above 0, an edge lists only its first maxEvidence pieces of
+// evidence (Edge.Total counts them all). Now, the open edges are
 // ordered by their keys alone and an edge's evidence — what makes a
 // shared entity's thousands of edges costly — is built only for the page
 // (and for the edges visible must see); in the past, NodeAt's edges are
 // cut.
-func (g *Graph) NodePage(id string, at Point, skip, limit int, visible func(Edge) bool) (n Node, page []Edge, total int, ok bool) {
+func (g *Graph) NodePage(id string, at Point, skip, limit, maxEvidence int, visible func(Edge) bool) (n Node, page []Edge, total int, ok bool) {
 	ns := g.nodes[EntityID(id)]
 	if ns == nil || !ns.existsAt(at) {
 		return Node{}, nil, 0, false
@@ -1107,7 +1140,16 @@ func (g *Graph) NodePage(id string, at Point, skip, limit int, visible func(Edge
 			total++ // counted without building its evidence
 			continue
 		}
-		take(g.current(k, g.edges[k], r))
+		es := g.edges[k]
+		if visible != nil || maxEvidence <= 0 || es.commitRefs {
+			take(g.current(k, es, r))
+			continue
+		}
+		e := Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, FromOrd: es.fromOrd}
+		if e.Evidence, e.Total = firstEvidence(g.strs, maxEvidence, es.live, es.gone); e.Total <= maxEvidence {
+			e.Total = 0 // nothing was cut
+		}
+		take(e)
 	}
 	return g.exportNode(ns, r), page, total, true
 }

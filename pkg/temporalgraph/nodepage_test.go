@@ -40,7 +40,7 @@ func TestNodePageIsASliceOfNodeAt(t *testing.T) {
 				}
 				for _, size := range []int{1, 7, 100, 1000} {
 					for skip := 0; skip <= len(want)+1; skip += max(1, size/2) {
-						pn, page, total, pok := g.NodePage(id, at, skip, size, visible)
+						pn, page, total, pok := g.NodePage(id, at, skip, size, 0, visible)
 						name := fmt.Sprintf("%s at %v, filtered %v, skip %d size %d", id, at, visible != nil, skip, size)
 						require.Equal(t, ok, pok, name)
 						require.Equal(t, n, pn, name)
@@ -85,7 +85,7 @@ func TestNodePageFollowsChangesOfABigNode(t *testing.T) {
 		for w := range 4 {
 			wg.Go(func() {
 				for skip := w; skip < len(all); skip += 37 {
-					_, page, total, ok := g.NodePage("hub", Point{}, skip, 50, nil)
+					_, page, total, ok := g.NodePage("hub", Point{}, skip, 50, 0, nil)
 					require.True(t, ok)
 					require.Equal(t, len(all), total, name)
 					require.Equal(t, all[skip:min(skip+50, len(all))], page, name)
@@ -120,7 +120,7 @@ func TestNodePageFollowsChangesOfABigNode(t *testing.T) {
 	}
 	mention(3, many...)
 	refs := func() []string {
-		n, _, _, ok := g.NodePage("hub", Point{}, 0, 1, nil)
+		n, _, _, ok := g.NodePage("hub", Point{}, 0, 1, 0, nil)
 		require.True(t, ok)
 		want, _, _ := g.NodeAt("hub", Point{})
 		require.Equal(t, want.Refs, n.Refs)
@@ -137,4 +137,31 @@ func TestNodePageFollowsChangesOfABigNode(t *testing.T) {
 	require.Contains(t, refs(), "commit:"+fmt.Sprintf("%040x", 6))
 	g.ApplyCommit(Commit{Sha: fmt.Sprintf("%040x", 7), Time: start.Add(7 * time.Minute), AgentID: "bot", EntityRefs: []string{"hub"}})
 	require.Contains(t, refs(), "commit:"+fmt.Sprintf("%040x", 7))
+}
+
+// firstEvidence is sortedEvidence's first pieces, whatever the maps hold.
+func TestFirstEvidenceIsTheSortedFirst(t *testing.T) {
+	strs := newInterner()
+	for round := range 200 {
+		live, gone := map[uint32]evidence{}, map[uint32]evidence{}
+		for i := range round % 60 {
+			src := strs.id(fmt.Sprintf("memory/agent-%02d/facts.md", (i*7+round)%50))
+			ev := evidence{commit: strs.id(fmt.Sprintf("c%d", i%3)), line: int32(i % 5)}
+			if i%4 == 0 {
+				gone[src] = ev
+			} else {
+				live[src] = ev
+			}
+		}
+		all := sortedEvidence(strs, live, gone)
+		for _, max := range []int{1, 3, 20, 100} {
+			first, n := firstEvidence(strs, max, live, gone)
+			require.Equal(t, len(all), n)
+			if len(all) == 0 {
+				require.Empty(t, first)
+				continue
+			}
+			require.Equal(t, all[:min(max, len(all))], first, "round %d, max %d", round, max)
+		}
+	}
 }

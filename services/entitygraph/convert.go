@@ -144,6 +144,9 @@ func (v viewer) edge(e temporalgraph.Edge, max int) *memoryv1.Edge {
 	if pe.EvidenceCount == 0 {
 		return nil
 	}
+	if e.Total > 0 && v.agents == nil {
+		pe.EvidenceCount = int32(e.Total) // the graph listed only the first (NodePage)
+	}
 	pe.Weight = float64(pe.EvidenceCount)
 	return pe
 }

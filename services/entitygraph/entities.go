@@ -73,16 +73,18 @@ func (s *Service) point(ctx context.Context, at string) (temporalgraph.Point, er
 		fmt.Sprintf("at %q is neither an RFC 3339 time nor a commit of main", at), map[string]string{"at": at})
 }
 
-// entityPage is entity with one page of the edges visible accepts (nil:
-// all; temporalgraph.Graph.NodePage), and how many it accepts in all.
-func (s *Service) entityPage(ctx context.Context, id, at string, skip, size int, visible func(temporalgraph.Edge) bool) (temporalgraph.Node, []temporalgraph.Edge, int, bool, error) {
+// entityPage is an entity with one page of the edges visible accepts
+// (nil: all), each with at most maxEvidence pieces of evidence when visible
+// is nil (temporalgraph.Graph.NodePage), and how many edges it accepts in
+// all.
+func (s *Service) entityPage(ctx context.Context, id, at string, skip, size, maxEvidence int, visible func(temporalgraph.Edge) bool) (temporalgraph.Node, []temporalgraph.Edge, int, bool, error) {
 	p, err := s.point(ctx, at)
 	if err != nil {
 		return temporalgraph.Node{}, nil, 0, false, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	n, edges, total, ok := s.graph.NodePage(temporalgraph.EntityID(id), p, skip, size, visible)
+	n, edges, total, ok := s.graph.NodePage(temporalgraph.EntityID(id), p, skip, size, maxEvidence, visible)
 	return n, edges, total, ok, nil
 }
 

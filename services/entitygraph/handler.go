@@ -66,7 +66,7 @@ func (h *handler) GetEntity(ctx context.Context, req *memoryv1.GetEntityRequest)
 	case evidence == 0:
 		evidence = 20
 	}
-	n, edges, total, ok, err := h.svc.entityPage(ctx, req.GetEntityId(), req.GetAt(), skip, size, v.seesEdge())
+	n, edges, total, ok, err := h.svc.entityPage(ctx, req.GetEntityId(), req.GetAt(), skip, size, evidence, v.seesEdge())
 	if err != nil {
 		return nil, err
 	}
