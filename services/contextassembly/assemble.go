@@ -147,6 +147,8 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 		}
 	}
 
+	texts := fileTexts(ctx, files, srcs)
+
 	// 3. What the entities the best hits link to bring (graph.go).
 	if req.graph {
 		switch {
@@ -159,7 +161,7 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 			if req.at != "" {
 				at = sha // the entities' refs as of the very commit read
 			}
-			more, w := s.graphHits(ctx, files, at, results, fileTexts(ctx, files, srcs), inLayer1)
+			more, w := s.graphHits(ctx, files, at, results, texts, inLayer1)
 			hits = append(hits, more...)
 			if w != "" {
 				warn(w)
@@ -168,7 +170,7 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 	}
 
 	// 4. Hits and sources within the budget (pack.go).
-	packed := s.packHits(ctx, files, int(resp.TotalTokens), budget, hits, srcs)
+	packed := s.packHits(files, texts, int(resp.TotalTokens), budget, hits, srcs)
 	for _, sec := range packed.sections {
 		resp.Sections = append(resp.Sections, sec)
 		resp.TokensByLayer[tokensBucket[sec.Kind]] += int32(s.count(sec.File)) + sec.Tokens

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
-	"github.com/garden-bloom/memory/pkg/chunker"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/temporalgraph"
 )
@@ -61,6 +60,7 @@ func (s *Service) graphHits(ctx context.Context, files agentFiles, at string, re
 		}
 	}
 	dir := memlayout.AgentDir(files.agent)
+	split := map[string]*packFile{} // each file cut into chunks once, however many entities it links
 	var out []*memoryv1.SearchResult
 	for _, id := range entities[:min(graphEntities, len(entities))] {
 		ent, err := s.deps.Graph.GetEntity(ctx, &memoryv1.GetEntityRequest{EntityId: id, AgentId: files.agent, At: at})
@@ -71,27 +71,32 @@ func (s *Service) graphHits(ctx context.Context, files agentFiles, at string, re
 			s.logger.Warn("entity graph for context assembly failed", "entity", id, "err", err)
 			return out, "entity graph unavailable: graph=true brought only part of what it links"
 		}
+		taken := 0
 		for _, ref := range ent.GetRefs() {
 			rel, ok := strings.CutPrefix(ref, dir)
 			if !ok || inLayer1[ref] {
 				continue
 			}
-			f, err := memlayout.Resolve(files.agent, rel)
-			if err != nil || f.Layer == 0 {
+			lf, err := memlayout.Resolve(files.agent, rel)
+			if err != nil || lf.Layer == 0 {
 				continue
 			}
-			text, ok := texts(ref)
-			if !ok {
-				continue
+			f := split[ref]
+			if f == nil {
+				text, ok := texts(ref)
+				if !ok {
+					continue
+				}
+				f = newPackFile(ref, "", text, int32(lf.Layer))
+				f.split()
+				split[ref] = f
 			}
-			chunks := chunker.Split(text, chunker.Options{MaxChars: maxChunkChars})
-			taken := 0
-			for _, c := range slices.Backward(chunks) {
+			for _, c := range slices.Backward(f.chunks) {
 				if taken == graphChunksPerEntity {
 					break
 				}
 				if slices.Contains(temporalgraph.LinkedIDs(c.Text), id) {
-					out = append(out, &memoryv1.SearchResult{File: ref, Layer: int32(f.Layer), Score: seedScore[id] * graphWeight,
+					out = append(out, &memoryv1.SearchResult{File: ref, Layer: f.layer, Score: seedScore[id] * graphWeight,
 						Span: &memoryv1.Span{StartLine: int32(c.StartLine), EndLine: int32(c.EndLine)}})
 					taken++
 				}
@@ -111,14 +116,18 @@ func spanText(text string, span *memoryv1.Span) string {
 	return strings.Join(lines[from-1:to], "\n")
 }
 
-// fileTexts gives a file's text by path: a source's from srcs, a memory
-// file's as of the assembled commit (read once).
+// fileTexts gives a file's text by path: a source's from srcs, a git
+// file's as of the assembled commit, read once for graphHits and packHits
+// together.
 func fileTexts(ctx context.Context, files agentFiles, srcs []*memoryv1.ContextSection) func(path string) (string, bool) {
-	read := map[string]string{}
-	for _, src := range srcs {
-		read[src.GetFile()] = src.GetContent()
-	}
+	var read map[string]string // made on the first call: most assemblies read no git file
 	return func(path string) (string, bool) {
+		if read == nil {
+			read = make(map[string]string, len(srcs))
+			for _, src := range srcs {
+				read[src.GetFile()] = src.GetContent()
+			}
+		}
 		if text, ok := read[path]; ok {
 			return text, true
 		}

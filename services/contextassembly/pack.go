@@ -2,7 +2,6 @@ package contextassembly
 
 import (
 	"cmp"
-	"context"
 	"slices"
 	"strings"
 
@@ -302,8 +301,8 @@ type packed struct {
 }
 
 // packHits fills what the budget leaves after Layer 1 (used of budget
-// spent) with the hits and sources.
-func (s *Service) packHits(ctx context.Context, files agentFiles, used, budget int, hits []*memoryv1.SearchResult,
+// spent) with the hits and sources; texts reads a hit's file (fileTexts).
+func (s *Service) packHits(files agentFiles, texts func(path string) (string, bool), used, budget int, hits []*memoryv1.SearchResult,
 	srcs []*memoryv1.ContextSection) packed {
 	var out packed
 	p := &packer{s: s, cfg: s.retrieval, files: map[string]*packFile{}, budget: budget, used: used}
@@ -329,13 +328,13 @@ func (s *Service) packHits(ctx context.Context, files agentFiles, used, budget i
 			// A git file (a memory file outside Layer 1, logic): read at
 			// the assembled commit, so its lines match what the context
 			// is stamped with.
-			data, err := files.repo.ReadFile(ctx, files.commit, path)
-			if err != nil {
+			text, ok := texts(path)
+			if !ok {
 				out.warnings = append(out.warnings, path+": not readable at this commit")
 				continue
 			}
 			h := byFile[path][0]
-			f = newPackFile(path, files.commit.String(), string(data), h.GetLayer())
+			f = newPackFile(path, files.commit.String(), text, h.GetLayer())
 			p.files[path] = f
 		}
 		for _, h := range byFile[path] {
