@@ -25,7 +25,9 @@ import (
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/mdops"
+	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/telemetry"
+	"github.com/garden-bloom/memory/services/searchindex"
 )
 
 // A retrieval set is agents' memory and questions whose evidence must be in
@@ -216,26 +218,33 @@ func seedRetrieval(ctx context.Context, set *retrievalSet, dataDir string) error
 			return err
 		}
 	}
-	return waitIndexed(call, memoryv1.NewSearchIndexServiceClient(conn), set)
+	return waitIndexed(call, memoryv1.NewSearchIndexServiceClient(conn), set, memorydRepo(dataDir))
 }
 
-// waitIndexed waits until the index holds every agent's memory commit and
-// every source.
-func waitIndexed(call context.Context, si memoryv1.SearchIndexServiceClient, set *retrievalSet) error {
-	want := 0
+// waitIndexed waits until the index holds every source and every file of
+// main's head it indexes (searchindex.Indexed: the timeline the engine
+// writes too), once head has every agent's memory.
+func waitIndexed(call context.Context, si memoryv1.SearchIndexServiceClient, set *retrievalSet, repoPath string) error {
+	repo, err := memrepo.Open(repoPath)
+	if err != nil {
+		return err
+	}
+	sources := 0
 	for _, a := range set.agents {
-		want += len(a.sources) + 1 // + the snapshot (facts.md too, when given)
-		if a.facts != "" {
-			want++
-		}
+		sources += len(a.sources)
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
+		files, snapshots, err := indexedAtHead(call, repo)
+		if err != nil {
+			return err
+		}
 		st, err := si.GetIndexStatus(call, &memoryv1.GetIndexStatusRequest{})
 		if err != nil {
 			return err
 		}
-		if int(st.GetDocuments()) >= want && st.GetLagCommits() == 0 {
+		want := sources + files
+		if snapshots == len(set.agents) && int(st.GetDocuments()) >= want && st.GetLagCommits() == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -243,6 +252,31 @@ func waitIndexed(call context.Context, si memoryv1.SearchIndexServiceClient, set
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// memorydRepo is the repository of a memoryd run on dataDir.
+func memorydRepo(dataDir string) string { return filepath.Join(dataDir, "memory.git") }
+
+// indexedAtHead counts the files of main's head the index holds, and the
+// agents' snapshots among them (an agent's memory is one commit).
+func indexedAtHead(ctx context.Context, repo *memrepo.Repo) (files, snapshots int, err error) {
+	head, err := repo.Head(ctx)
+	if err != nil || head.IsZero() {
+		return 0, 0, err
+	}
+	paths, err := repo.ListFiles(ctx, head, "memory/")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range paths {
+		if searchindex.Indexed(p) {
+			files++
+			if strings.HasSuffix(p, "/snapshot.md") {
+				snapshots++
+			}
+		}
+	}
+	return files, snapshots, nil
 }
 
 // measureRetrieval asks every question at every budget of a memoryd run
@@ -259,7 +293,7 @@ func measureRetrieval(ctx context.Context, set *retrievalSet, dataDir string, c 
 	}
 	defer func() { _ = conn.Close() }()
 	if err := waitIndexed(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+m.token),
-		memoryv1.NewSearchIndexServiceClient(conn), set); err != nil {
+		memoryv1.NewSearchIndexServiceClient(conn), set, memorydRepo(dataDir)); err != nil {
 		return nil, err
 	}
 	client := &http.Client{Timeout: time.Minute}

@@ -53,6 +53,13 @@ func repoFile(path string) (agent string, f memlayout.File, ok bool) {
 	return "", memlayout.File{}, false // meta, policy, changelog, JSON logic: not prose
 }
 
+// Indexed reports whether the repository file at path is indexed (the
+// others — meta, policy, changelog, JSON logic — are not prose).
+func Indexed(path string) bool {
+	_, _, ok := repoFile(path)
+	return ok
+}
+
 // sourceFile says whether an object key is an agent's Markdown source.
 func sourceFile(key string) (agent string, ok bool) {
 	parts := strings.SplitN(key, "/", 4)
