@@ -111,10 +111,11 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 		} else {
 			// The hint is an agent's words, not query syntax: its quotes,
 			// AND/OR/NOT, -word or field:value require and filter nothing.
+			left := budget - int(resp.TotalTokens)
 			sreq := &memoryv1.SearchRequest{Query: fulltext.NaturalQuery(hint), AgentId: req.agent,
-				TopK:         int32(s.retrieval.topK(req.topK, budget-int(resp.TotalTokens))),
+				TopK:         int32(s.retrieval.topK(req.topK, left)),
 				OmitExcerpts: true, // the packer reads the lines
-				Expand:       s.retrieval.Expand}
+				Expand:       s.retrieval.expand(left)}
 			if req.at != "" {
 				sreq.At = sha // hits as of the very commit read, not the index's head
 			}

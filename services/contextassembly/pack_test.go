@@ -155,3 +155,57 @@ func TestPackingPrefersTheSourceThatAnswersMore(t *testing.T) {
 	off.SourcePrior = false
 	require.Equal(t, "agents/cur/sources/a-day.md", first(off), "switched off, the tie goes by path")
 }
+
+// Issue #29, point 2 (query expansion, RM3): a budget larger than search's
+// most hits can fill (100 × --context-topk-tokens) is spent on the hint's
+// expansion too; a smaller one keeps to the hint's own words, where the
+// expansion would displace better first-pass hits. A line that shares no
+// word with the hint, only with the lines the hint finds, comes in at 7,000
+// tokens and not at 2,000; --context-expand-wide=false keeps it out.
+func TestALargeBudgetReadsTheHintsExpansion(t *testing.T) {
+	e := newHintEnv(t)
+	var log strings.Builder
+	log.WriteString("# Hangar log\n\n")
+	for i := 1; i <= 600; i++ {
+		if i == 300 {
+			log.WriteString("- The airship hangar at Friedrichshafen holds three hulls\n")
+			continue
+		}
+		fmt.Fprintf(&log, "- Entry %d: the garden beds were weeded and the paths swept before noon\n", i)
+	}
+	sources := map[string]string{
+		"agents/cur/sources/flights.md":    "# Flights\n\n- The zeppelin flight left from the airship hangar at dawn\n- Our zeppelin flight was delayed: the airship hangar doors jammed\n",
+		"agents/cur/sources/hangar-log.md": log.String(),
+	}
+	for key, text := range sources {
+		_, err := blob.PutBytes(context.Background(), e.blobs, key, []byte(text), blob.PutOptions{})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		r, err := e.search.Search(context.Background(), &memoryv1.SearchRequest{Query: "Friedrichshafen hulls", AgentId: "cur"})
+		return err == nil && len(r.GetResults()) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the sources are indexed")
+	require.Greater(t, count(t, log.String()), 7000, "the log cannot go in whole")
+
+	reads := func(client memoryv1.ContextAssemblyServiceClient, budget int32) bool {
+		resp, err := client.AssembleContext(e.svc(), &memoryv1.AssembleContextRequest{AgentId: "cur", QueryHint: "zeppelin flight", Budget: budget})
+		require.NoError(t, err)
+		require.LessOrEqual(t, resp.GetTotalTokens(), budget)
+		for _, s := range resp.GetSections() {
+			if strings.Contains(s.GetContent(), "Friedrichshafen") {
+				return true
+			}
+		}
+		return false
+	}
+	require.False(t, reads(e.client, 2000), "2,000 tokens keep to the hint's own words")
+	require.True(t, reads(e.client, 7000), "7,000 tokens read the expansion too")
+
+	off := DefaultRetrieval
+	off.ExpandWide = false
+	svc, err := New(Deps{RepoPath: e.repo.Path(), Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Search: e.search, Retrieval: &off})
+	require.NoError(t, err)
+	require.False(t, reads(memoryv1.NewContextAssemblyServiceClient(grpctest.Serve(t, svc.Register).Conn), 7000),
+		"switched off, not even a large budget expands")
+}

@@ -3,6 +3,8 @@ package contextassembly
 import (
 	"errors"
 	"flag"
+
+	"github.com/garden-bloom/memory/pkg/fulltext"
 )
 
 // Retrieval tunes how AssembleContext spends what the budget leaves after
@@ -24,6 +26,12 @@ type Retrieval struct {
 	// Expand asks search to expand the hint with the words of its best
 	// first-pass chunks (pseudo-relevance feedback, RM3).
 	Expand bool
+	// ExpandWide expands the hint as Expand does, but only when the budget
+	// left is more than search's most hits can fill (fulltext.MaxTopK ×
+	// TopKPerTokens): such a budget can read past the hint's own words,
+	// and expansion's recall is what fills it; at smaller budgets the
+	// expansion's hits would displace better first-pass ones.
+	ExpandWide bool
 	// TopKPerTokens sizes the search when the request leaves top_k unset:
 	// one hit per this many tokens of budget left after Layer 1, at least
 	// DefaultTopK and at most 100 (0: always DefaultTopK).
@@ -39,7 +47,7 @@ type Retrieval struct {
 }
 
 // DefaultRetrieval is what memoryd runs with.
-var DefaultRetrieval = Retrieval{Neighbors: 2, WholeByShare: true, Diversity: 1, Expand: false, TopKPerTokens: 60, SourcePrior: true}
+var DefaultRetrieval = Retrieval{Neighbors: 2, WholeByShare: true, Diversity: 1, Expand: false, ExpandWide: true, TopKPerTokens: 60, SourcePrior: true}
 
 // RegisterFlags adds the retrieval flags, with DefaultRetrieval's values.
 func (r *Retrieval) RegisterFlags(fs *flag.FlagSet) {
@@ -48,6 +56,7 @@ func (r *Retrieval) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&r.WholeByShare, "context-whole-by-share", d.WholeByShare, "AssembleContext: a source goes in whole only when its share of the hits' score is at least its share of the budget (false: every source with a hit, whole, when it fits)")
 	fs.Float64Var(&r.Diversity, "context-diversity", d.Diversity, "AssembleContext: score factor of each further excerpt of one file (1: no discount)")
 	fs.BoolVar(&r.Expand, "context-expand", d.Expand, "AssembleContext: expand the query hint with the words of its best first-pass hits (pseudo-relevance feedback, RM3)")
+	fs.BoolVar(&r.ExpandWide, "context-expand-wide", d.ExpandWide, "AssembleContext: expand the query hint (as --context-expand) when the budget left is more than search's 100 hits can fill (100 × --context-topk-tokens)")
 	fs.BoolVar(&r.SourcePrior, "context-source-prior", d.SourcePrior, "AssembleContext: weigh each excerpt by its file's share of the hits' score too")
 	fs.BoolVar(&r.Graph, "context-graph", d.Graph, "AssembleContext without graph set: follow the best hits' [[links]] to the entities' other facts, Layer 2 included")
 	fs.IntVar(&r.TopKPerTokens, "context-topk-tokens", d.TopKPerTokens, "AssembleContext without top_k: one search hit per this many tokens of budget after Layer 1, 20 to 100 (0: always 20)")
@@ -75,5 +84,10 @@ func (r *Retrieval) topK(requested, left int) int {
 	if r.TopKPerTokens <= 0 {
 		return DefaultTopK
 	}
-	return min(max(left/r.TopKPerTokens, DefaultTopK), 100)
+	return min(max(left/r.TopKPerTokens, DefaultTopK), fulltext.MaxTopK)
+}
+
+// expand says whether to expand the hint for a budget of left tokens.
+func (r *Retrieval) expand(left int) bool {
+	return r.Expand || (r.ExpandWide && r.TopKPerTokens > 0 && left > fulltext.MaxTopK*r.TopKPerTokens)
 }
