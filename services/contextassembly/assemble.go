@@ -103,7 +103,17 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 		warn(staleWarningText(req.agent, n))
 	}
 
-	// 2. Search hits for the hint, as many as the budget left can use.
+	// 2. The agent's sources (its documents in the object store).
+	var srcs []*memoryv1.ContextSection
+	if !req.excludeSources {
+		srcs, err = s.sources(ctx, req.agent)
+		if err != nil {
+			s.logger.Warn("object store unavailable for context assembly", "err", err)
+			warn("object store unavailable: sources left out")
+		}
+	}
+
+	// 3. Search hits for the hint, as many as the budget left can use.
 	var results, hits []*memoryv1.SearchResult
 	if hint := strings.TrimSpace(req.queryHint); hint != "" {
 		if s.deps.Search == nil {
@@ -115,7 +125,7 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 			sreq := &memoryv1.SearchRequest{Query: fulltext.NaturalQuery(hint), AgentId: req.agent,
 				TopK:         int32(s.retrieval.topK(req.topK, left)),
 				OmitExcerpts: true, // the packer reads the lines
-				Expand:       s.retrieval.expand(left)}
+				Expand:       s.retrieval.expand(left, sourceTokens(srcs))}
 			if req.at != "" {
 				sreq.At = sha // hits as of the very commit read, not the index's head
 			}
@@ -139,18 +149,9 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 			}
 		}
 	}
-	var srcs []*memoryv1.ContextSection
-	if !req.excludeSources {
-		srcs, err = s.sources(ctx, req.agent)
-		if err != nil {
-			s.logger.Warn("object store unavailable for context assembly", "err", err)
-			warn("object store unavailable: sources left out")
-		}
-	}
-
 	texts := fileTexts(ctx, files, srcs)
 
-	// 3. What the entities the best hits link to bring (graph.go).
+	// 4. What the entities the best hits link to bring (graph.go).
 	if req.graph {
 		switch {
 		case s.deps.Graph == nil:
@@ -170,7 +171,7 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 		}
 	}
 
-	// 4. Hits and sources within the budget (pack.go).
+	// 5. Hits and sources within the budget (pack.go).
 	packed := s.packHits(files, texts, int(resp.TotalTokens), budget, hits, srcs)
 	for _, sec := range packed.sections {
 		resp.Sections = append(resp.Sections, sec)
@@ -185,6 +186,15 @@ func (s *Service) assemble(ctx context.Context, req assembleRequest) (*memoryv1.
 		warn(fmt.Sprintf("%d of %d sources left out: over the budget", packed.leftOut, len(srcs)))
 	}
 	return resp, nil
+}
+
+// sourceTokens is what the sources cost together.
+func sourceTokens(srcs []*memoryv1.ContextSection) int {
+	n := 0
+	for _, src := range srcs {
+		n += int(src.GetTokens())
+	}
+	return n
 }
 
 // sources reads agents/<agent>/sources/*.md, sorted by key. Every call

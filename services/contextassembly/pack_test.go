@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/blob"
@@ -157,11 +158,13 @@ func TestPackingPrefersTheSourceThatAnswersMore(t *testing.T) {
 }
 
 // Issue #29, point 2 (query expansion, RM3): a budget larger than search's
-// most hits can fill (100 × --context-topk-tokens) is spent on the hint's
-// expansion too; a smaller one keeps to the hint's own words, where the
-// expansion would displace better first-pass hits. A line that shares no
-// word with the hint, only with the lines the hint finds, comes in at 7,000
-// tokens and not at 2,000; --context-expand-wide=false keeps it out.
+// most hits can fill (100 × --context-topk-tokens) and smaller than the
+// agent's sources is spent on the hint's expansion too; a smaller one keeps
+// to the hint's own words, where the expansion would displace better
+// first-pass hits, and one every source fits in has nothing to choose. A
+// line that shares no word with the hint, only with the lines the hint
+// finds, comes in at 7,000 tokens and not at 2,000; at 200,000 search is
+// not asked to expand; --context-expand-wide=false keeps it out.
 func TestALargeBudgetReadsTheHintsExpansion(t *testing.T) {
 	e := newHintEnv(t)
 	var log strings.Builder
@@ -201,11 +204,31 @@ func TestALargeBudgetReadsTheHintsExpansion(t *testing.T) {
 	require.False(t, reads(e.client, 2000), "2,000 tokens keep to the hint's own words")
 	require.True(t, reads(e.client, 7000), "7,000 tokens read the expansion too")
 
+	with := func(r Retrieval) (memoryv1.ContextAssemblyServiceClient, *expandSpy) {
+		spy := &expandSpy{SearchIndexServiceClient: e.search}
+		svc, err := New(Deps{RepoPath: e.repo.Path(), Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Search: spy, Retrieval: &r})
+		require.NoError(t, err)
+		return memoryv1.NewContextAssemblyServiceClient(grpctest.Serve(t, svc.Register).Conn), spy
+	}
+	client, spy := with(DefaultRetrieval)
+	require.True(t, reads(client, 7000))
+	require.True(t, reads(client, 200_000), "every source fits: the log is in whole")
+	require.Equal(t, []bool{true, false}, spy.expand, "7,000 tokens expand; 200,000 hold every source and do not")
+
 	off := DefaultRetrieval
 	off.ExpandWide = false
-	svc, err := New(Deps{RepoPath: e.repo.Path(), Blobs: e.blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Search: e.search, Retrieval: &off})
-	require.NoError(t, err)
-	require.False(t, reads(memoryv1.NewContextAssemblyServiceClient(grpctest.Serve(t, svc.Register).Conn), 7000),
-		"switched off, not even a large budget expands")
+	client, _ = with(off)
+	require.False(t, reads(client, 7000), "switched off, not even a large budget expands")
+}
+
+// expandSpy records whether each search context assembly asks for expands.
+type expandSpy struct {
+	memoryv1.SearchIndexServiceClient
+	expand []bool
+}
+
+func (s *expandSpy) Search(ctx context.Context, in *memoryv1.SearchRequest, opts ...grpc.CallOption) (*memoryv1.SearchResponse, error) {
+	s.expand = append(s.expand, in.GetExpand())
+	return s.SearchIndexServiceClient.Search(ctx, in, opts...)
 }

@@ -28,9 +28,11 @@ type Retrieval struct {
 	Expand bool
 	// ExpandWide expands the hint as Expand does, but only when the budget
 	// left is more than search's most hits can fill (fulltext.MaxTopK ×
-	// TopKPerTokens): such a budget can read past the hint's own words,
-	// and expansion's recall is what fills it; at smaller budgets the
-	// expansion's hits would displace better first-pass ones.
+	// TopKPerTokens) and less than the agent's sources: such a budget
+	// still has to choose, and the expansion's recall is what it can buy;
+	// at smaller budgets the expansion's hits would displace better
+	// first-pass ones, and a budget every source fits in has nothing to
+	// choose (the second pass would only cost time).
 	ExpandWide bool
 	// TopKPerTokens sizes the search when the request leaves top_k unset:
 	// one hit per this many tokens of budget left after Layer 1, at least
@@ -56,7 +58,7 @@ func (r *Retrieval) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&r.WholeByShare, "context-whole-by-share", d.WholeByShare, "AssembleContext: a source goes in whole only when its share of the hits' score is at least its share of the budget (false: every source with a hit, whole, when it fits)")
 	fs.Float64Var(&r.Diversity, "context-diversity", d.Diversity, "AssembleContext: score factor of each further excerpt of one file (1: no discount)")
 	fs.BoolVar(&r.Expand, "context-expand", d.Expand, "AssembleContext: expand the query hint with the words of its best first-pass hits (pseudo-relevance feedback, RM3)")
-	fs.BoolVar(&r.ExpandWide, "context-expand-wide", d.ExpandWide, "AssembleContext: expand the query hint (as --context-expand) when the budget left is more than search's 100 hits can fill (100 × --context-topk-tokens)")
+	fs.BoolVar(&r.ExpandWide, "context-expand-wide", d.ExpandWide, "AssembleContext: expand the query hint (as --context-expand) when the budget left is more than search's 100 hits can fill (100 × --context-topk-tokens) and less than the agent's sources")
 	fs.BoolVar(&r.SourcePrior, "context-source-prior", d.SourcePrior, "AssembleContext: weigh each excerpt by its file's share of the hits' score too")
 	fs.BoolVar(&r.Graph, "context-graph", d.Graph, "AssembleContext without graph set: follow the best hits' [[links]] to the entities' other facts, Layer 2 included")
 	fs.IntVar(&r.TopKPerTokens, "context-topk-tokens", d.TopKPerTokens, "AssembleContext without top_k: one search hit per this many tokens of budget after Layer 1, 20 to 100 (0: always 20)")
@@ -87,7 +89,8 @@ func (r *Retrieval) topK(requested, left int) int {
 	return min(max(left/r.TopKPerTokens, DefaultTopK), fulltext.MaxTopK)
 }
 
-// expand says whether to expand the hint for a budget of left tokens.
-func (r *Retrieval) expand(left int) bool {
-	return r.Expand || (r.ExpandWide && r.TopKPerTokens > 0 && left > fulltext.MaxTopK*r.TopKPerTokens)
+// expand says whether to expand the hint for a budget of left tokens
+// over sources of the given tokens.
+func (r *Retrieval) expand(left, sources int) bool {
+	return r.Expand || (r.ExpandWide && r.TopKPerTokens > 0 && left > fulltext.MaxTopK*r.TopKPerTokens && sources > left)
 }
