@@ -408,5 +408,5 @@ func PublicMessage(err error) string {
 	}
 }
 
-// CacheStats are the figures of the cache of verified tokens, for metrics.
-func (v *Verifier) CacheStats() lru.Stats { return v.verified.Stats() }
+// Cache is the cache of verified tokens, for the memory budget and metrics.
+func (v *Verifier) Cache() *lru.Cache[string, verifiedToken] { return v.verified }

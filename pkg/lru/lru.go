@@ -51,11 +51,11 @@ func (c *Cache[K, V]) Get(k K) (V, bool) {
 // used values until the total fits. A value costing more than a quarter of
 // the cache is not kept: it would push out everything else.
 func (c *Cache[K, V]) Put(k K, v V, cost int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if cost > c.max/4 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if el, ok := c.items[k]; ok {
 		e := el.Value.(*entry[K, V])
 		c.size += cost - e.cost
@@ -65,6 +65,11 @@ func (c *Cache[K, V]) Put(k K, v V, cost int64) {
 		c.items[k] = c.order.PushFront(&entry[K, V]{key: k, value: v, cost: cost})
 		c.size += cost
 	}
+	c.evict()
+}
+
+// evict drops the least recently used values until the total fits.
+func (c *Cache[K, V]) evict() {
 	for c.size > c.max {
 		last := c.order.Back()
 		e := last.Value.(*entry[K, V])
@@ -73,6 +78,15 @@ func (c *Cache[K, V]) Put(k K, v V, cost int64) {
 		c.size -= e.cost
 		c.evictions++
 	}
+}
+
+// Resize sets the bound to max, dropping the least recently used values
+// until they fit (the process's memory budget sizes its caches with it).
+func (c *Cache[K, V]) Resize(max int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.max = max
+	c.evict()
 }
 
 // Len is the number of values held.

@@ -81,3 +81,29 @@ func TestStatsCountHitsMissesEvictions(t *testing.T) {
 	c.Put("big", 7, 26) // over a quarter: not kept, nothing evicted
 	require.Equal(t, int64(1), c.Stats().Evictions)
 }
+
+// Resize (issue #30, one memory budget): a cache made with one bound and
+// resized to another holds at most the new bound, dropping the least
+// recently used values first, and reports it as its MaxBytes.
+func TestResize(t *testing.T) {
+	c := New[int, string](100)
+	for i := range 10 {
+		c.Put(i, "v", 10)
+	}
+	c.Get(0) // most recently used now
+	c.Resize(30)
+	st := c.Stats()
+	require.Equal(t, int64(30), st.MaxBytes)
+	require.LessOrEqual(t, st.Bytes, int64(30))
+	require.Equal(t, 3, st.Entries)
+	_, ok := c.Get(0)
+	require.True(t, ok, "the most recently used stays")
+	_, ok = c.Get(1)
+	require.False(t, ok, "the least recently used went first")
+	require.Equal(t, int64(7), st.Evictions)
+
+	c.Resize(1000)
+	c.Put(100, "big", 200) // a quarter of the new bound fits
+	_, ok = c.Get(100)
+	require.True(t, ok)
+}

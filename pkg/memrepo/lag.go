@@ -6,8 +6,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	"github.com/garden-bloom/memory/pkg/lru"
 )
 
 // Lag is how far a follower of main (the search index, the entity graph,
@@ -56,10 +54,4 @@ func (r *Repo) Behind(ctx context.Context, head, base plumbing.Hash, limit int) 
 		return nil
 	})
 	return lag, err
-}
-
-// CacheStats are the figures of the repository's decoded-tree and
-// decoded-commit caches, for metrics.
-func (r *Repo) CacheStats() (trees, commits lru.Stats) {
-	return r.trees.Stats(), r.commits.Stats()
 }

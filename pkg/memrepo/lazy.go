@@ -4,19 +4,22 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/garden-bloom/memory/pkg/membudget"
 )
 
 // Lazy opens a repository on first use once it exists: on a fresh deployment
 // the write plane (or the mirror) creates it, possibly after a read service
 // started.
 type Lazy struct {
-	path string
-	mu   sync.Mutex
-	repo *Repo
+	path   string
+	caches *caches // the repository's, made before it opens
+	mu     sync.Mutex
+	repo   *Repo
 }
 
 // NewLazy returns a Lazy for path.
-func NewLazy(path string) *Lazy { return &Lazy{path: path} }
+func NewLazy(path string) *Lazy { return &Lazy{path: path, caches: newCaches()} }
 
 // LazyFor is shared when set (a handle several services of one process
 // use), else a Lazy of its own for path.
@@ -29,7 +32,10 @@ func LazyFor(shared *Lazy, path string) *Lazy {
 
 // Opened returns a Lazy for a repository that is already open, so services
 // in one process share its caches (a Repo is safe for concurrent use).
-func Opened(r *Repo) *Lazy { return &Lazy{path: r.Path(), repo: r} }
+func Opened(r *Repo) *Lazy { return &Lazy{path: r.Path(), caches: r.caches, repo: r} }
+
+// Caches are the repository's caches, open or not yet (membudget).
+func (l *Lazy) Caches() []membudget.Named { return l.caches.named() }
 
 // Get opens the repository, or returns it when already open.
 func (l *Lazy) Get() (*Repo, error) {
@@ -41,7 +47,7 @@ func (l *Lazy) Get() (*Repo, error) {
 	if _, err := os.Stat(l.path); err != nil {
 		return nil, fmt.Errorf("memory repository not there yet: %w", err)
 	}
-	r, err := Open(l.path)
+	r, err := open(l.path, l.caches)
 	if err != nil {
 		return nil, err
 	}

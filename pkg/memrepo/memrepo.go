@@ -101,6 +101,7 @@ type Repo struct {
 	// resolves the head commit, several times.
 	trees   *lru.Cache[plumbing.Hash, *decodedTree]
 	commits *lru.Cache[plumbing.Hash, *object.Commit]
+	caches  *caches // the two above and the odb's objects
 	// writeMu serialises Commit (and RecoverStaleLock) within the process;
 	// other processes are serialised by git's ref lock file.
 	writeMu sync.Mutex
@@ -144,7 +145,10 @@ func (r *Repo) Head(ctx context.Context) (plumbing.Hash, error) {
 // It fails with ErrNotRepository, ErrNotBare or ErrNoMainBranch (use
 // errors.Is) if path is not a bare repository whose main branch resolves, and
 // with an error wrapping fs.ErrNotExist if path does not exist.
-func Open(path string) (*Repo, error) {
+func Open(path string) (*Repo, error) { return open(path, newCaches()) }
+
+// open is Open with the caches the repository uses.
+func open(path string, c *caches) (*Repo, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("memrepo: open %s: %w", path, err)
@@ -176,15 +180,14 @@ func Open(path string) (*Repo, error) {
 	if !cfg.Core.IsBare {
 		return nil, fmt.Errorf("%w: %s (core.bare is not true)", ErrNotBare, abs)
 	}
-	objs := odb.New(abs)
+	objs := odb.NewWithCache(abs, c.objects)
 	// Same repository, but objects are read through the odb.Store (see
 	// gitStorage).
 	repo, err = git.Open(&gitStorage{Storer: repo.Storer, objs: objs}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
 	}
-	r := &Repo{path: abs, repo: repo, objs: objs, trees: newTreeCache(),
-		commits: lru.New[plumbing.Hash, *object.Commit](commitCacheSize)}
+	r := &Repo{path: abs, repo: repo, objs: objs, caches: c, trees: c.trees, commits: c.commits}
 	if _, err := r.Head(context.Background()); err != nil {
 		return nil, err
 	}

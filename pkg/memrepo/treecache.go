@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/garden-bloom/memory/pkg/lru"
+	"github.com/garden-bloom/memory/pkg/membudget"
 	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
@@ -79,9 +80,29 @@ const treeCacheSize = 32 << 20
 // head commit, several times.
 const commitCacheSize = 8 << 20
 
-func newTreeCache() *lru.Cache[plumbing.Hash, *decodedTree] {
-	return lru.New[plumbing.Hash, *decodedTree](treeCacheSize)
+// caches are a repository's caches. A Lazy makes them before the
+// repository opens, so the process's memory budget (membudget) sizes them
+// at start whenever the repository appears.
+type caches struct {
+	trees   *lru.Cache[plumbing.Hash, *decodedTree]
+	commits *lru.Cache[plumbing.Hash, *object.Commit]
+	objects *lru.Cache[plumbing.Hash, plumbing.EncodedObject]
 }
+
+func newCaches() *caches {
+	return &caches{trees: lru.New[plumbing.Hash, *decodedTree](treeCacheSize),
+		commits: lru.New[plumbing.Hash, *object.Commit](commitCacheSize),
+		objects: odb.NewCache()}
+}
+
+// named are the caches by their metric names.
+func (c *caches) named() []membudget.Named {
+	return []membudget.Named{{Name: "git.trees", Cache: c.trees}, {Name: "git.commits", Cache: c.commits},
+		{Name: "git.objects", Cache: c.objects}}
+}
+
+// Caches are the repository's caches, for the memory budget and metrics.
+func (r *Repo) Caches() []membudget.Named { return r.caches.named() }
 
 // tree returns tree h decoded, from the cache when it was seen (nil for the
 // zero hash). The result is shared: callers must not modify it.

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
-	"github.com/garden-bloom/memory/pkg/lru"
+	"github.com/garden-bloom/memory/pkg/membudget"
 )
 
 // DurationBuckets are the bucket boundaries, in seconds, of every duration
@@ -34,20 +34,14 @@ func meterProvider(mp metric.MeterProvider) metric.MeterProvider {
 	return mp
 }
 
-// NamedCache is one cache's figures under the name its metrics carry (the
-// attribute cache, e.g. "git.trees"); names must be unique in a process.
-type NamedCache struct {
-	Name string
-	lru.Stats
-}
-
-// ObserveCaches exports the figures caches returns at every collection:
+// ObserveCaches exports the figures of the caches caches returns (names
+// unique in a process, the attribute cache) at every collection:
 // memory.cache.size and memory.cache.max_size (bytes), memory.cache.entries,
 // and the counters memory.cache.hits, .misses and .evictions, each with the
 // attribute cache. Call it once per owner of caches (a service, the
 // process) with that owner's caches; unregister the returned registration
 // when the owner stops.
-func ObserveCaches(mp metric.MeterProvider, caches func() []NamedCache) (metric.Registration, error) {
+func ObserveCaches(mp metric.MeterProvider, caches func() []membudget.Named) (metric.Registration, error) {
 	m := meterProvider(mp).Meter("github.com/garden-bloom/memory/pkg/telemetry")
 	size, err := m.Int64ObservableGauge("memory.cache.size", metric.WithUnit("By"),
 		metric.WithDescription("Approximate bytes a cache holds now."))
@@ -80,8 +74,9 @@ func ObserveCaches(mp metric.MeterProvider, caches func() []NamedCache) (metric.
 		return nil, err
 	}
 	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for _, c := range caches() {
-			attrs := metric.WithAttributes(attribute.String("cache", c.Name))
+		for _, named := range caches() {
+			attrs := metric.WithAttributes(attribute.String("cache", named.Name))
+			c := named.Cache.Stats()
 			o.ObserveInt64(size, c.Bytes, attrs)
 			o.ObserveInt64(maxSize, c.MaxBytes, attrs)
 			o.ObserveInt64(entries, int64(c.Entries), attrs)
@@ -91,6 +86,18 @@ func ObserveCaches(mp metric.MeterProvider, caches func() []NamedCache) (metric.
 		}
 		return nil
 	}, size, maxSize, entries, hits, misses, evictions)
+}
+
+// ObserveBudget exports memory.cache.budget: the bytes the process's
+// caches share (--memory-budget); memory.cache.max_size is each one's part.
+func ObserveBudget(mp metric.MeterProvider, budget int64) error {
+	_, err := meterProvider(mp).Meter("github.com/garden-bloom/memory/pkg/telemetry").Int64ObservableGauge("memory.cache.budget",
+		metric.WithUnit("By"), metric.WithDescription("Bytes every cache of the process shares (--memory-budget)."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(budget)
+			return nil
+		}))
+	return err
 }
 
 // GitErrors is the counter memory.git.errors (attribute op: commit, push,

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/garden-bloom/memory/pkg/lru"
+	"github.com/garden-bloom/memory/pkg/membudget"
 )
 
 // Reads are sub-millisecond and applies take seconds: a duration histogram
@@ -40,8 +42,12 @@ func TestObserveCachesExportsEachCache(t *testing.T) {
 	a.Put("x", 1, 100)
 	a.Get("x")
 	a.Get("y")
-	_, err := ObserveCaches(tel.MeterProvider(), func() []NamedCache {
-		return []NamedCache{{Name: "test.a", Stats: a.Stats()}, {Name: "test.b", Stats: lru.Stats{MaxBytes: 50, Evictions: 4}}}
+	b := lru.New[string, int](50)
+	for i := range 5 {
+		b.Put(fmt.Sprint(i), i, 12) // the fifth evicts one, then four fit
+	}
+	_, err := ObserveCaches(tel.MeterProvider(), func() []membudget.Named {
+		return []membudget.Named{{Name: "test.a", Cache: a}, {Name: "test.b", Cache: b}}
 	})
 	require.NoError(t, err)
 	body := scrape(t, tel.MetricsHandler())
@@ -50,7 +56,10 @@ func TestObserveCachesExportsEachCache(t *testing.T) {
 	assert.Regexp(t, `memory_cache_entries\{cache="test.a"[^}]*\} 1\n`, body)
 	assert.Regexp(t, `memory_cache_hits_total\{cache="test.a"[^}]*\} 1\n`, body)
 	assert.Regexp(t, `memory_cache_misses_total\{cache="test.a"[^}]*\} 1\n`, body)
-	assert.Regexp(t, `memory_cache_evictions_total\{cache="test.b"[^}]*\} 4\n`, body)
-	_, err = ObserveCaches(nil, func() []NamedCache { return nil })
+	assert.Regexp(t, `memory_cache_evictions_total\{cache="test.b"[^}]*\} 1\n`, body)
+	assert.Regexp(t, `memory_cache_max_size_bytes\{cache="test.b"[^}]*\} 50\n`, body)
+	require.NoError(t, ObserveBudget(tel.MeterProvider(), 256<<20))
+	assert.Regexp(t, `memory_cache_budget_bytes\{[^}]*\} 2.68435456e\+08\n`, scrape(t, tel.MetricsHandler()))
+	_, err = ObserveCaches(nil, func() []membudget.Named { return nil })
 	require.NoError(t, err, "no meter provider: nothing to do")
 }

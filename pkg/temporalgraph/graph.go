@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unsafe"
+
+	"github.com/garden-bloom/memory/pkg/membudget"
 )
 
 // Commit is one git commit as the graph needs it.
@@ -475,9 +478,18 @@ func NewIn(dir string) *Graph {
 		orphans:      map[string]*nodeState{},
 		flushAt:      flushRecords,
 		disk:         &store{dir: dir},
+		sortedAdj:    newSortedLists[edgeKey](int64(unsafe.Sizeof(edgeKey{}))),
+		sortedRefs:   newSortedLists[string](int64(unsafe.Sizeof(""))),
 	}
 	runtime.AddCleanup(g, func(s *store) { _ = s.close() }, g.disk)
 	return g
+}
+
+// HotSet are the graph's caches (the busiest nodes' sorted edge keys and
+// refs), for the process's memory budget and metrics.
+func (g *Graph) HotSet() []membudget.Named {
+	return []membudget.Named{{Name: "entity_graph.sorted_edges", Cache: &g.sortedAdj},
+		{Name: "entity_graph.sorted_refs", Cache: &g.sortedRefs}}
 }
 
 // Close releases the history on disk. The graph must not be used after.

@@ -160,5 +160,5 @@ func (c *Counter) count(s string) int {
 	return n
 }
 
-// CacheStats are the figures of the cache of piece counts, for metrics.
-func (c *Counter) CacheStats() lru.Stats { return c.pieces.Stats() }
+// Cache is the cache of piece counts, for the memory budget and metrics.
+func (c *Counter) Cache() *lru.Cache[string, int] { return c.pieces }

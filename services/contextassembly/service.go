@@ -19,6 +19,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/blob"
 	"github.com/garden-bloom/memory/pkg/history"
 	"github.com/garden-bloom/memory/pkg/lru"
+	"github.com/garden-bloom/memory/pkg/membudget"
 	"github.com/garden-bloom/memory/pkg/memlayout"
 	"github.com/garden-bloom/memory/pkg/memread"
 	"github.com/garden-bloom/memory/pkg/memrepo"
@@ -120,20 +121,21 @@ func New(d Deps) (*Service, error) {
 		blocks: lru.New[plumbing.Hash, []memread.Block](blockCacheSize), reads: lru.New[readKey, *folderRead](readCacheSize),
 		counts: newBlobCounts(blobCountSize), sourceTexts: lru.New[contentKey, string](sourceCacheSize),
 		usage: newUsage(d.Usage, logger)}
-	if s.observing, err = telemetry.ObserveCaches(d.MeterProvider, s.cacheStats); err != nil {
+	if s.observing, err = telemetry.ObserveCaches(d.MeterProvider, s.Caches); err != nil {
 		logger.Warn("cache metrics not registered", "err", err)
 	}
 	return s, nil
 }
 
-// cacheStats are the service's caches, for memory.cache.* (attribute cache).
-func (s *Service) cacheStats() []telemetry.NamedCache {
-	return []telemetry.NamedCache{
-		{Name: "context_assembly.read_folders", Stats: s.reads.Stats()},
-		{Name: "context_assembly.always_load_blocks", Stats: s.blocks.Stats()},
-		{Name: "context_assembly.token_counts", Stats: s.counts.cache.Stats()},
-		{Name: "context_assembly.source_texts", Stats: s.sourceTexts.Stats()},
-		{Name: "context_assembly.token_pieces", Stats: s.counter.CacheStats()},
+// Caches are the service's caches, for memory.cache.* (attribute cache)
+// and the process's memory budget.
+func (s *Service) Caches() []membudget.Named {
+	return []membudget.Named{
+		{Name: "context_assembly.read_folders", Cache: s.reads},
+		{Name: "context_assembly.always_load_blocks", Cache: s.blocks},
+		{Name: "context_assembly.token_counts", Cache: s.counts.cache},
+		{Name: "context_assembly.source_texts", Cache: s.sourceTexts},
+		{Name: "context_assembly.token_pieces", Cache: s.counter.Cache()},
 	}
 }
 

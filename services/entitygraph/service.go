@@ -30,6 +30,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/memrepo"
 	"github.com/garden-bloom/memory/pkg/modules"
 	"github.com/garden-bloom/memory/pkg/readstate"
+	"github.com/garden-bloom/memory/pkg/telemetry"
 	"github.com/garden-bloom/memory/pkg/temporalgraph"
 )
 
@@ -92,9 +93,12 @@ type Service struct {
 
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
-	// observing and observingSize are the lag and size gauges'
-	// callbacks, unregistered by Stop.
-	observing, observingSize metric.Registration
+	// hot are the graph's caches as the memory budget sizes them.
+	hot []*hotSet
+
+	// observing, observingSize and observingCaches are the lag, size and
+	// cache gauges' callbacks, unregistered by Stop.
+	observing, observingSize, observingCaches metric.Registration
 }
 
 // New returns the service; Start builds the graph.
@@ -104,12 +108,18 @@ func New(d Deps) *Service {
 	}
 	s := &Service{deps: d, logger: d.Logger.With("service", "entity-graph"), repo: memrepo.LazyFor(d.Repo, d.RepoPath),
 		graph: temporalgraph.NewIn(d.StateDir)}
+	for i, c := range s.graph.HotSet() {
+		s.hot = append(s.hot, &hotSet{s: s, i: i, name: c.Name})
+	}
 	var err error
 	if s.observing, err = s.instrument(d.MeterProvider); err != nil {
 		s.logger.Warn("entity graph lag not measured", "err", err)
 	}
 	if s.observingSize, err = s.instrumentSize(d.MeterProvider); err != nil {
 		s.logger.Warn("entity graph size not measured", "err", err)
+	}
+	if s.observingCaches, err = telemetry.ObserveCaches(d.MeterProvider, s.Caches); err != nil {
+		s.logger.Warn("entity graph caches not measured", "err", err)
 	}
 	return s
 }
@@ -133,7 +143,7 @@ func (s *Service) Start(ctx context.Context) {
 
 // Stop stops following.
 func (s *Service) Stop() {
-	for _, r := range []metric.Registration{s.observing, s.observingSize} {
+	for _, r := range []metric.Registration{s.observing, s.observingSize, s.observingCaches} {
 		if r != nil {
 			_ = r.Unregister()
 		}
@@ -153,6 +163,9 @@ func (s *Service) Stop() {
 func (s *Service) setGraph(g *temporalgraph.Graph, last plumbing.Hash) {
 	if g != s.graph {
 		_ = s.graph.Close()
+		for i, c := range g.HotSet() {
+			s.hot[i].size(c.Cache)
+		}
 	}
 	s.graph, s.last = g, last
 }

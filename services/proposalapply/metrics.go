@@ -10,6 +10,7 @@ import (
 
 	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/enumname"
+	"github.com/garden-bloom/memory/pkg/membudget"
 	"github.com/garden-bloom/memory/pkg/telemetry"
 )
 
@@ -109,9 +110,7 @@ func (s *Service) instrument() error {
 		return err
 	}
 	m.observing = append(m.observing, reg)
-	reg, err = telemetry.ObserveCaches(m.mp, func() []telemetry.NamedCache {
-		return []telemetry.NamedCache{{Name: "proposal_apply.token_pieces", Stats: s.counter.CacheStats()}}
-	})
+	reg, err = telemetry.ObserveCaches(m.mp, s.Caches)
 	if err != nil {
 		return err
 	}
@@ -138,4 +137,10 @@ func (s *Service) uninstrument() {
 		_ = reg.Unregister()
 	}
 	s.metrics.observing = nil
+}
+
+// Caches are the service's caches, for memory.cache.* (attribute cache)
+// and the process's memory budget.
+func (s *Service) Caches() []membudget.Named {
+	return []membudget.Named{{Name: "proposal_apply.token_pieces", Cache: s.counter.Cache()}}
 }

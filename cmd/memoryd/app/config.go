@@ -18,6 +18,7 @@ import (
 	"github.com/garden-bloom/memory/pkg/auth"
 	"github.com/garden-bloom/memory/pkg/grpcserver"
 	"github.com/garden-bloom/memory/pkg/httplimit"
+	"github.com/garden-bloom/memory/pkg/membudget"
 	"github.com/garden-bloom/memory/pkg/ratelimit"
 	"github.com/garden-bloom/memory/services/console"
 	"github.com/garden-bloom/memory/services/contextassembly"
@@ -36,6 +37,10 @@ type Config struct {
 	Target     string
 	ConfigFile string
 	LogLevel   string
+
+	// MemoryBudget is the bytes the process's caches share
+	// (--memory-budget, membudget).
+	MemoryBudget int64
 
 	Storage       StorageConfig
 	Server        ServerConfig
@@ -251,6 +256,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Target, "target", "all", "what this process runs: all | read | write | context-assembly | search-index | entity-graph | proposal-apply | gateway | mcp | console (comma lists allowed)")
 	fs.StringVar(&c.ConfigFile, "config", "", "YAML file whose keys are flag names (e.g. data-dir: /var/lib/memoryd)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug | info | warn | error")
+	c.MemoryBudget = membudget.Default
+	fs.Var((*byteSize)(&c.MemoryBudget), "memory-budget", "bytes every cache of this process shares (object, tree and commit caches, token counts, source texts, reads, verified tokens), in proportion to what each was measured to need: a number of bytes or with KiB, MiB, GiB")
 	c.Storage.RegisterFlags(fs)
 	c.Server.RegisterFlags(fs)
 	c.Peers.RegisterFlags(fs)
@@ -445,4 +452,18 @@ func redact(v string) string {
 	}
 	u.User = nil
 	return strings.Replace(u.String(), "://", "://***@", 1)
+}
+
+// byteSize is a flag of bytes written as a size ("256MiB").
+type byteSize int64
+
+func (b *byteSize) String() string { return membudget.FormatBytes(int64(*b)) }
+
+func (b *byteSize) Set(s string) error {
+	n, err := membudget.ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(n)
+	return nil
 }

@@ -504,6 +504,9 @@ func (a *App) initServe(context.Context) (modules.Module, error) {
 		Dependencies: []healthcheck.Dependency{{Name: "object-store", State: a.objectsGuard.Status}},
 		Modules:      a.moduleStates,
 	}, 2*time.Second))
+	if err := a.sizeCaches(); err != nil {
+		return nil, err
+	}
 	if err := a.instrument(); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}

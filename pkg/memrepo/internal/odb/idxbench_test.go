@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/stretchr/testify/require"
 )
 
@@ -100,7 +99,7 @@ func BenchmarkReadOfsDelta(b *testing.B) {
 	importCommits(b, dir, "main", commits)
 	mustGit(b, dir, "", "repack", "-a", "-d", "-f", "-q", "--window=50", "--depth=50")
 	s := New(dir)
-	s.cache = cache.NewObjectLRU(32 << 10)
+	s.cache.Resize(32 << 10)
 	packs, err := s.packList(true)
 	require.NoError(b, err)
 	require.Len(b, packs, 1)

@@ -26,10 +26,11 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/klauspost/compress/zlib"
+
+	"github.com/garden-bloom/memory/pkg/lru"
 )
 
 // Store reads and writes the repository's object database (objects/)
@@ -57,8 +58,8 @@ import (
 // decoded *object.Commit and *object.Tree values handed to callers can still
 // use their storer-backed methods (Tree(), Parents(), File(), ...) safely.
 type Store struct {
-	dir   string       // absolute path of <repo>/objects
-	cache cache.Object // goroutine-safe LRU of decoded-to-memory objects
+	dir   string      // absolute path of <repo>/objects
+	cache objectCache // goroutine-safe LRU of decoded-to-memory objects
 
 	mu          sync.Mutex
 	packs       []*packIndex // snapshot, replaced (never mutated) on rescan
@@ -127,17 +128,40 @@ func (p *packIndex) isClosed() bool {
 	return p.closed
 }
 
-// objectCacheSize bounds the in-memory object cache. Memory files are small
-// (a few KiB), so this holds the hot trees and blobs of thousands of agents.
-const objectCacheSize = 32 * cache.MiByte
+// objectCacheSize bounds the in-memory object cache (its share of the
+// process's memory budget scales it). Memory files are small (a few KiB),
+// so this holds the hot trees and blobs of thousands of agents.
+const objectCacheSize = 32 << 20
+
+// objectCost is what a cached object costs beyond its content: the
+// object, its list element and map entry.
+const objectCost = 160
+
+// objectCache holds objects by hash, each costing its size.
+type objectCache struct {
+	*lru.Cache[plumbing.Hash, plumbing.EncodedObject]
+}
+
+// put caches o; it computes o.Hash() before the object is shared.
+func (c objectCache) put(o plumbing.EncodedObject) {
+	c.Put(o.Hash(), o, o.Size()+objectCost)
+}
+
+// NewCache returns an object cache of the default size.
+func NewCache() *lru.Cache[plumbing.Hash, plumbing.EncodedObject] {
+	return lru.New[plumbing.Hash, plumbing.EncodedObject](objectCacheSize)
+}
 
 // New returns the object database of the repository at gitDir (a bare
 // repository's directory; objects are in gitDir/objects). It reads nothing
 // yet: packs are listed on first use.
-func New(gitDir string) *Store {
+func New(gitDir string) *Store { return NewWithCache(gitDir, NewCache()) }
+
+// NewWithCache is New with the object cache it keeps objects in.
+func NewWithCache(gitDir string, c *lru.Cache[plumbing.Hash, plumbing.EncodedObject]) *Store {
 	return &Store{
 		dir:          filepath.Join(gitDir, "objects"),
-		cache:        cache.NewObjectLRU(objectCacheSize),
+		cache:        objectCache{c},
 		unmergeable:  map[string]bool{},
 		retired:      map[string]time.Time{},
 		retiredGrace: defaultRetiredGrace,
@@ -233,7 +257,7 @@ func (s *Store) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
 		}
 		o, err := s.readPacked(packs, h)
 		if err == nil {
-			s.cache.Put(o) // computes o.Hash() before the object is shared
+			s.cache.put(o)
 			return o, nil
 		}
 		// fs.ErrNotExist: a pack we knew about was deleted by a repack.
@@ -244,7 +268,7 @@ func (s *Store) lookup(h plumbing.Hash) (plumbing.EncodedObject, error) {
 		}
 		o, err = s.readLoose(h)
 		if err == nil {
-			s.cache.Put(o)
+			s.cache.put(o)
 			return o, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {

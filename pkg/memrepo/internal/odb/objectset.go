@@ -87,9 +87,9 @@ func (s *ObjectSet) Add(o *plumbing.MemoryObject) plumbing.Hash {
 func (s *Store) Warm(set *ObjectSet) {
 	for _, o := range set.list {
 		if raw, ok := set.treeContent[o.Hash()]; ok {
-			s.cache.Put(&packedObject{h: o.Hash(), t: plumbing.TreeObject, cont: raw})
+			s.cache.put(&packedObject{h: o.Hash(), t: plumbing.TreeObject, cont: raw})
 			continue
 		}
-		s.cache.Put(o)
+		s.cache.put(o)
 	}
 }

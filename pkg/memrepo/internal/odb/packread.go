@@ -156,7 +156,7 @@ func (s *Store) cachedBase(p *packIndex, f *os.File, h plumbing.Hash, off int64,
 	if err != nil {
 		return nil, err
 	}
-	s.cache.Put(o)
+	s.cache.put(o)
 	return o, nil
 }
 
