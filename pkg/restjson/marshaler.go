@@ -94,6 +94,19 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 }
 
 func (m *Marshaler) marshalProto(msg proto.Message) ([]byte, error) {
+	if directOptions(m.MarshalOptions) {
+		if rm := msg.ProtoReflect(); rm.IsValid() {
+			if b, err := marshalDirect(rm); err == nil {
+				return b, nil
+			}
+		}
+	}
+	return m.marshalIndirect(msg)
+}
+
+// marshalIndirect is protojson's output, compacted, with the enum values
+// rewritten to their short names (direct.go writes the same in one pass).
+func (m *Marshaler) marshalIndirect(msg proto.Message) ([]byte, error) {
 	opts := m.MarshalOptions
 	opts.Multiline, opts.Indent = false, "" // formatting is applied once, at the end
 	b, err := opts.Marshal(msg)
