@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/stats"
 
 	"github.com/garden-bloom/memory/pkg/connlimit"
 	"github.com/garden-bloom/memory/pkg/telemetry"
@@ -107,6 +108,13 @@ type Server struct {
 
 	stopping     chan struct{} // closed once Shutdown has flipped health
 	stoppingOnce sync.Once
+
+	// What Local needs (local.go): the unary methods registered, the
+	// stats handler, the interceptors chained, the largest answer.
+	local            map[string]localMethod // guarded by mu
+	stats            stats.Handler
+	unary            grpc.UnaryServerInterceptor
+	maxRecv, maxSend int
 }
 
 // New builds a Server. Health (grpc.health.v1) and server reflection are
@@ -166,17 +174,19 @@ func New(opts Options) *Server {
 		s.streamLogging,
 	}, opts.StreamInterceptors...)
 
+	// A stats handler rather than an interceptor: it wraps the whole RPC
+	// (including the interceptors above), so the span exists before
+	// logging runs and its status reflects recovered panics.
+	s.stats = otelgrpc.NewServerHandler(
+		otelgrpc.WithTracerProvider(tel.TracerProvider()),
+		otelgrpc.WithMeterProvider(tel.MeterProvider()),
+		otelgrpc.WithPropagators(tel.Propagator()),
+		// Probes fire every few seconds; tracing them buries real traffic.
+		otelgrpc.WithFilter(filters.Not(filters.HealthCheck())),
+	)
+	s.unary, s.maxRecv, s.maxSend = chainUnary(unary), opts.MaxRecvMsgBytes, opts.MaxSendMsgBytes
 	serverOpts := []grpc.ServerOption{
-		// A stats handler rather than an interceptor: it wraps the whole RPC
-		// (including the interceptors above), so the span exists before
-		// logging runs and its status reflects recovered panics.
-		grpc.StatsHandler(otelgrpc.NewServerHandler(
-			otelgrpc.WithTracerProvider(tel.TracerProvider()),
-			otelgrpc.WithMeterProvider(tel.MeterProvider()),
-			otelgrpc.WithPropagators(tel.Propagator()),
-			// Probes fire every few seconds; tracing them buries real traffic.
-			otelgrpc.WithFilter(filters.Not(filters.HealthCheck())),
-		)),
+		grpc.StatsHandler(s.stats),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		// Reused goroutines keep the stacks they grew: a new goroutine per
@@ -218,6 +228,19 @@ func New(opts Options) *Server {
 
 // GRPC returns the underlying server for registering services.
 func (s *Server) GRPC() *grpc.Server { return s.grpc }
+
+// chainUnary is interceptors as one, the first outermost (as
+// grpc.ChainUnaryInterceptor chains them).
+func chainUnary(interceptors []grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		next := handler
+		for i := len(interceptors) - 1; i >= 0; i-- {
+			inner, ic := next, interceptors[i]
+			next = func(ctx context.Context, req any) (any, error) { return ic(ctx, req, info, inner) }
+		}
+		return next(ctx, req)
+	}
+}
 
 // Health returns the health service, for callers that need finer control
 // than SetServing/SetNotServing.

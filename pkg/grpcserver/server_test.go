@@ -235,7 +235,7 @@ func start(t *testing.T, mutate func(*Options)) *harness {
 	}
 	srv := New(opts)
 	impl := &testImpl{entered: make(chan struct{}, 8), release: make(chan struct{})}
-	srv.GRPC().RegisterService(impl.desc(), impl)
+	srv.RegisterService(impl.desc(), impl)
 
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

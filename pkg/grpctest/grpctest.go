@@ -32,7 +32,7 @@ type Server struct {
 }
 
 // Serve starts a server with register's services; it stops at cleanup.
-func Serve(t testing.TB, register func(*grpc.Server)) *Server {
+func Serve(t testing.TB, register func(grpc.ServiceRegistrar)) *Server {
 	t.Helper()
 	signer, err := auth.NewSigner(secret)
 	require.NoError(t, err)

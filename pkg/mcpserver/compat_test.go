@@ -58,7 +58,7 @@ func stdio(t *testing.T, conn grpc.ClientConnInterface, token, agent string) *mc
 // naming NOT_IMPLEMENTED; the others work. Each call carries the token
 // given at start.
 func TestOlderServer(t *testing.T) {
-	srv := grpctest.Serve(t, func(s *grpc.Server) {
+	srv := grpctest.Serve(t, func(s grpc.ServiceRegistrar) {
 		memoryv1.RegisterContextAssemblyServiceServer(s, olderServer{})
 		memoryv1.RegisterProposalApplyServiceServer(s, olderServer{})
 	})

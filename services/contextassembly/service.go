@@ -157,7 +157,7 @@ func (s *Service) Stop() {
 }
 
 // Register adds the service's gRPC handlers to g.
-func (s *Service) Register(g *grpc.Server) {
+func (s *Service) Register(g grpc.ServiceRegistrar) {
 	memoryv1.RegisterContextAssemblyServiceServer(g, &handler{svc: s})
 }
 

@@ -125,7 +125,7 @@ func New(d Deps) *Service {
 }
 
 // Register adds the service's gRPC handlers to g.
-func (s *Service) Register(g *grpc.Server) {
+func (s *Service) Register(g grpc.ServiceRegistrar) {
 	memoryv1.RegisterEntityGraphServiceServer(g, &handler{svc: s})
 }
 

@@ -31,12 +31,13 @@ import (
 	"github.com/garden-bloom/memory/pkg/restjson"
 )
 
-// Conns are the gRPC connections to the services behind the edge.
+// Conns are the gRPC connections to the services behind the edge: client
+// connections, or grpcserver's Local where the service runs in the process.
 type Conns struct {
-	ContextAssembly *grpc.ClientConn
-	SearchIndex     *grpc.ClientConn
-	EntityGraph     *grpc.ClientConn
-	ProposalApply   *grpc.ClientConn
+	ContextAssembly grpc.ClientConnInterface
+	SearchIndex     grpc.ClientConnInterface
+	EntityGraph     grpc.ClientConnInterface
+	ProposalApply   grpc.ClientConnInterface
 }
 
 // New returns the REST handler for every documented path and OpenAPIPath.
@@ -60,16 +61,23 @@ func New(ctx context.Context, conns Conns, cfg Config, logger *slog.Logger, opts
 		// A form-encoded POST standing in for a GET would carry its
 		// parameters past the edge's query check (edge.route).
 		runtime.WithDisablePathLengthFallback(),
+		// Unary answers are written whole with their length, not chunked
+		// through net/http's 4 KB buffers (a system call a chunk).
+		runtime.WithWriteContentLength(),
 		runtime.WithIncomingHeaderMatcher(incomingHeader))...)
 	mux := e.mux
 	for name, register := range map[string]func() error{
 		"context-assembly": func() error {
-			return memoryv1.RegisterContextAssemblyServiceHandler(ctx, mux, conns.ContextAssembly)
+			return memoryv1.RegisterContextAssemblyServiceHandlerClient(ctx, mux, memoryv1.NewContextAssemblyServiceClient(conns.ContextAssembly))
 		},
-		"search-index": func() error { return memoryv1.RegisterSearchIndexServiceHandler(ctx, mux, conns.SearchIndex) },
-		"entity-graph": func() error { return memoryv1.RegisterEntityGraphServiceHandler(ctx, mux, conns.EntityGraph) },
+		"search-index": func() error {
+			return memoryv1.RegisterSearchIndexServiceHandlerClient(ctx, mux, memoryv1.NewSearchIndexServiceClient(conns.SearchIndex))
+		},
+		"entity-graph": func() error {
+			return memoryv1.RegisterEntityGraphServiceHandlerClient(ctx, mux, memoryv1.NewEntityGraphServiceClient(conns.EntityGraph))
+		},
 		"proposal-apply": func() error {
-			return memoryv1.RegisterProposalApplyServiceHandler(ctx, mux, conns.ProposalApply)
+			return memoryv1.RegisterProposalApplyServiceHandlerClient(ctx, mux, memoryv1.NewProposalApplyServiceClient(conns.ProposalApply))
 		},
 	} {
 		if err := register(); err != nil {

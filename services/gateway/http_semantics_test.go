@@ -42,7 +42,7 @@ func (f *reasonSearch) Search(_ context.Context, req *memoryv1.SearchRequest) (*
 func startReasons(t *testing.T, cfg gateway.Config) (*harness, *reasonSearch) {
 	t.Helper()
 	search := &reasonSearch{}
-	srv := grpctest.Serve(t, func(s *grpc.Server) { memoryv1.RegisterSearchIndexServiceServer(s, search) })
+	srv := grpctest.Serve(t, func(s grpc.ServiceRegistrar) { memoryv1.RegisterSearchIndexServiceServer(s, search) })
 	tok, err := srv.Signer.Mint("edge-test", []auth.Role{auth.RoleService}, []string{auth.AllAgents}, time.Hour)
 	require.NoError(t, err)
 	h, err := gateway.New(context.Background(), gateway.Conns{

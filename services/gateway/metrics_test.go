@@ -60,7 +60,7 @@ func edgeRequests(t *testing.T, r *sdkmetric.ManualReader) (map[string]uint64, i
 // itself (404, 405, 400).
 func TestEdgeRecordsRequestsByRouteTemplate(t *testing.T) {
 	search := &fakeSearch{}
-	srv := grpctest.Serve(t, func(s *grpc.Server) { memoryv1.RegisterSearchIndexServiceServer(s, search) })
+	srv := grpctest.Serve(t, func(s grpc.ServiceRegistrar) { memoryv1.RegisterSearchIndexServiceServer(s, search) })
 	tok, err := srv.Signer.Mint("edge-test", []auth.Role{auth.RoleService}, []string{auth.AllAgents}, time.Hour)
 	require.NoError(t, err)
 	reader := sdkmetric.NewManualReader()

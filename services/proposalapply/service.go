@@ -148,7 +148,7 @@ func (s *Service) Stop() {
 }
 
 // Register adds the service's gRPC handlers to g.
-func (s *Service) Register(g *grpc.Server) {
+func (s *Service) Register(g grpc.ServiceRegistrar) {
 	memoryv1.RegisterProposalApplyServiceServer(g, &handler{svc: s})
 }
 

@@ -93,7 +93,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 }
 
 // Register adds the service's gRPC handlers to g.
-func (s *Service) Register(g *grpc.Server) {
+func (s *Service) Register(g grpc.ServiceRegistrar) {
 	memoryv1.RegisterSearchIndexServiceServer(g, &handler{svc: s})
 }
 

@@ -167,7 +167,9 @@ func (a *App) serviceConn(caller, addr string) (*grpc.ClientConn, error) {
 }
 
 // serviceAddr is where module m is reached over gRPC: this process's own
-// listener when it runs m (the all-in-one still talks gRPC), else its peer.
+// listener when it runs m (the services call each other over gRPC even in
+// the all-in-one; only the REST edge calls its own process in the process,
+// grpcserver.Local), else its peer.
 func (a *App) serviceAddr(m Module) string {
 	if a.mods.Has(m) {
 		return a.grpcLis.Addr().String()

@@ -261,7 +261,7 @@ func (a *App) initProposalApply(ctx context.Context) (modules.Module, error) {
 	// A clone of a large repository may stream for longer than
 	// --http-write-timeout: each write has it instead.
 	a.mux.Handle(path.Dir(GitHTTPPath)+"/", httplimit.LongWrites(auth.RequireHTTP(a.verifier, gitReaderRoles, gh)))
-	svc.Register(a.grpcSrv.GRPC())
+	svc.Register(a.grpcSrv)
 	a.proposalApply = svc
 	// Followers in other processes resume elsewhere: their streams must
 	// not hold the drain until its deadline.
@@ -371,7 +371,7 @@ func (a *App) initEntityGraph(context.Context) (modules.Module, error) {
 		MeterProvider: a.tel.MeterProvider(), Commits: commits,
 		StateDir: filepath.Join(a.cfg.Storage.DataDir, "entity-graph"),
 		Shared:   readstate.New(a.objects, "entity-graph.snapshot", a.cfg.Storage.ReadStateEvery, a.cfg.Storage.DataDir, a.logger)})
-	svc.Register(a.grpcSrv.GRPC())
+	svc.Register(a.grpcSrv)
 	a.entityGraph = svc
 	a.beforeDrain(svc.Stop) // its stream is a call into proposal-apply
 	return modules.Funcs{
@@ -395,7 +395,7 @@ func (a *App) initSearchIndex(context.Context) (modules.Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search index: %w", err)
 	}
-	svc.Register(a.grpcSrv.GRPC())
+	svc.Register(a.grpcSrv)
 	a.searchIndex = svc
 	// Its commit stream is a call into proposal-apply: end it before the
 	// drain, or the server would wait for it until the deadline.
@@ -437,7 +437,7 @@ func (a *App) initContextAssembly(context.Context) (modules.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc.Register(a.grpcSrv.GRPC())
+	svc.Register(a.grpcSrv)
 	a.contextAssembly = svc
 	a.beforeDrain(svc.Stop) // the last usage report, while proposal-apply still serves
 	return modules.Funcs{
@@ -450,13 +450,18 @@ func (a *App) initContextAssembly(context.Context) (modules.Module, error) {
 // initGateway mounts the REST edge on the HTTP mux, calling each service
 // here or at its peer address with the end user's token.
 func (a *App) initGateway(ctx context.Context) (modules.Module, error) {
-	conns := map[Module]*grpc.ClientConn{}
+	conns := map[Module]grpc.ClientConnInterface{}
 	for _, m := range ServiceModules {
 		c, err := a.conn(a.serviceAddr(m))
 		if err != nil {
 			return nil, err
 		}
 		conns[m] = c
+		if a.mods.Has(m) {
+			// Served here: called in the process, through the same
+			// interceptors (grpcserver.Local).
+			conns[m] = a.grpcSrv.Local(c)
+		}
 	}
 	gw, err := gateway.New(ctx, gateway.Conns{
 		ContextAssembly: conns[ModuleContextAssembly],
