@@ -3,6 +3,7 @@
 //
 //	memoryd [flags]                  serve (see --help)
 //	memoryd token --sub S --role R   print a bearer token
+//	memoryd publish-read-state       build and publish the read state, then stop
 //	memoryd version                  print the version
 package main
 
@@ -29,6 +30,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch args[0] {
 		case "token":
 			return exitCode(app.TokenCommand(args[1:], os.LookupEnv, stdout), stderr)
+		case "publish-read-state":
+			return exitCode(publishReadState(args[1:], stderr), stderr)
 		case "version":
 			_, err := fmt.Fprintln(stdout, app.Version)
 			return exitCode(err, stderr)
@@ -46,7 +49,8 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger := telemetry.NewLogger(stderr, level)
+	logger, closeLog := telemetry.NewBufferedLogger(stderr, level)
+	defer func() { _ = closeLog() }() // the last lines; a log that cannot be written has nowhere to say so
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -55,6 +59,31 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	}
 	return a.Run(ctx)
+}
+
+// publishReadState runs the one-off job of app.PublishReadState with the
+// serve flags (data dir, object store, config file).
+func publishReadState(args []string, stderr io.Writer) error {
+	cfg, flags, err := app.LoadConfig(args, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	if err := app.ConfigurePublish(cfg); err != nil {
+		return err
+	}
+	level, err := telemetry.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	logger, closeLog := telemetry.NewBufferedLogger(stderr, level)
+	defer func() { _ = closeLog() }()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	a, err := app.New(ctx, cfg, flags, logger)
+	if err != nil {
+		return err
+	}
+	return a.PublishReadState(ctx)
 }
 
 func exitCode(err error, stderr io.Writer) int {

@@ -7,6 +7,7 @@
 package readstate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,12 +30,13 @@ const StopTimeout = 10 * time.Second
 // Shared is one service's shared state object. A nil *Shared is disabled:
 // Open finds nothing and Publish does nothing.
 type Shared struct {
-	blobs  blob.Store
-	key    string
-	every  time.Duration
-	tmpDir string
-	logger *slog.Logger
-	now    func() time.Time
+	blobs       blob.Store
+	key         string
+	every       time.Duration
+	stopTimeout time.Duration
+	tmpDir      string
+	logger      *slog.Logger
+	now         func() time.Time
 
 	mu         sync.Mutex
 	lastCommit string // what this replica published last
@@ -43,12 +45,23 @@ type Shared struct {
 
 // New returns the shared state stored under Prefix+name, published at most
 // every interval; nil (disabled) without a store or with every <= 0.
-// Uploads are staged in tmpDir.
-func New(blobs blob.Store, name string, every time.Duration, tmpDir string, logger *slog.Logger) *Shared {
+// Uploads are staged in tmpDir. stopTimeout bounds the publish at
+// shutdown (0: StopTimeout); the one-off job that publishes for a new
+// deployment (memoryd publish-read-state) waits as long as it takes.
+func New(blobs blob.Store, name string, every, stopTimeout time.Duration, tmpDir string, logger *slog.Logger) *Shared {
 	if blobs == nil || every <= 0 {
 		return nil
 	}
-	return &Shared{blobs: blobs, key: Prefix + name, every: every, tmpDir: tmpDir, logger: logger, now: time.Now}
+	return &Shared{blobs: blobs, key: Prefix + name, every: every, stopTimeout: cmp.Or(stopTimeout, StopTimeout),
+		tmpDir: tmpDir, logger: logger, now: time.Now}
+}
+
+// StopTimeout bounds the publish at shutdown.
+func (s *Shared) StopTimeout() time.Duration {
+	if s == nil {
+		return StopTimeout
+	}
+	return s.stopTimeout
 }
 
 // Open returns the shared state; blob.ErrNotFound when none was published.

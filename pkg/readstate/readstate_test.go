@@ -19,7 +19,7 @@ func TestPublishAndLoad(t *testing.T) {
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	s := New(store, "graph.snapshot", 10*time.Minute, t.TempDir(), logger)
+	s := New(store, "graph.snapshot", 10*time.Minute, 0, t.TempDir(), logger)
 	s.now = func() time.Time { return now }
 
 	found, err := s.Load(ctx, func(io.Reader) (string, error) { t.Fatal("nothing was published"); return "", nil })
@@ -38,7 +38,7 @@ func TestPublishAndLoad(t *testing.T) {
 	now = now.Add(10 * time.Minute)
 	require.True(t, s.Due("c2", false))
 
-	other := New(store, "graph.snapshot", 10*time.Minute, t.TempDir(), logger)
+	other := New(store, "graph.snapshot", 10*time.Minute, 0, t.TempDir(), logger)
 	var got string
 	found, err = other.Load(ctx, func(r io.Reader) (string, error) {
 		data, err := io.ReadAll(r)
@@ -65,7 +65,7 @@ func TestPublishAndLoad(t *testing.T) {
 }
 
 func TestDisabled(t *testing.T) {
-	s := New(nil, "x", time.Minute, "", nil)
+	s := New(nil, "x", time.Minute, 0, "", nil)
 	require.Nil(t, s)
 	require.False(t, s.Due("c1", true))
 	require.NoError(t, s.Publish(context.Background(), func(w io.Writer) (string, error) { return "c1", nil }))
@@ -74,5 +74,5 @@ func TestDisabled(t *testing.T) {
 	require.False(t, found)
 	store, err := blob.NewFS(t.TempDir())
 	require.NoError(t, err)
-	require.Nil(t, New(store, "x", 0, "", nil), "every = 0 turns it off")
+	require.Nil(t, New(store, "x", 0, 0, "", nil), "every = 0 turns it off")
 }

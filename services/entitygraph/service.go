@@ -194,7 +194,7 @@ func (s *Service) follow(ctx context.Context) {
 		Stopped: func() {
 			s.save()
 			// The next replica starts from here (bounded: shutdown waits).
-			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readstate.StopTimeout)
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.deps.Shared.StopTimeout())
 			defer cancel()
 			s.publish(pctx, true)
 		},

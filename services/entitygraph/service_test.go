@@ -215,7 +215,7 @@ func TestNewReplicaStartsFromThePublishedSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	first := New(Deps{RepoPath: e.repo.Path(), Logger: logger, Poll: 10 * time.Millisecond, StateDir: t.TempDir(),
-		Shared: readstate.New(store, "entity-graph.snapshot", time.Hour, t.TempDir(), logger)})
+		Shared: readstate.New(store, "entity-graph.snapshot", time.Hour, 0, t.TempDir(), logger)})
 	e.svc = first
 	first.Start(context.Background())
 	head, _ := e.commit(map[string]string{"memory/a/facts.md": "# Facts: a\n\n## D\n- [[Omega]] is shared\n"})
@@ -225,7 +225,7 @@ func TestNewReplicaStartsFromThePublishedSnapshot(t *testing.T) {
 	require.NoError(t, err, "published at shutdown")
 
 	fresh := New(Deps{RepoPath: e.repo.Path(), Logger: logger, StateDir: t.TempDir(),
-		Shared: readstate.New(store, "entity-graph.snapshot", time.Hour, t.TempDir(), logger)})
+		Shared: readstate.New(store, "entity-graph.snapshot", time.Hour, 0, t.TempDir(), logger)})
 	fresh.load(context.Background())
 	require.Equal(t, head, fresh.last, "loaded at the published commit, before any replay")
 	_, _, ok := fresh.graph.Node("omega", time.Time{})
@@ -237,7 +237,7 @@ func TestNewReplicaStartsFromThePublishedSnapshot(t *testing.T) {
 	behind := newEnv(t)
 	behind.svc.Stop()
 	lagging := New(Deps{RepoPath: behind.repo.Path(), Logger: logger, StateDir: t.TempDir(),
-		Shared: readstate.New(store, "entity-graph.snapshot", time.Hour, t.TempDir(), logger)})
+		Shared: readstate.New(store, "entity-graph.snapshot", time.Hour, 0, t.TempDir(), logger)})
 	lagging.load(context.Background())
 	require.ErrorContains(t, lagging.catchUp(context.Background()), "not in the repository yet")
 	_, _, ok = lagging.graph.Node("omega", time.Time{})
@@ -249,7 +249,7 @@ func TestNewReplicaStartsFromThePublishedSnapshot(t *testing.T) {
 
 	// Without a published snapshot a replica replays history as before.
 	none := New(Deps{RepoPath: e.repo.Path(), Logger: logger, StateDir: t.TempDir(),
-		Shared: readstate.New(blobEmpty(t), "entity-graph.snapshot", time.Hour, t.TempDir(), logger)})
+		Shared: readstate.New(blobEmpty(t), "entity-graph.snapshot", time.Hour, 0, t.TempDir(), logger)})
 	none.load(context.Background())
 	require.True(t, none.last.IsZero())
 }

@@ -119,7 +119,7 @@ func (s *Service) StopFollowing() {
 	s.bg.Wait()
 	// The next replica starts from here (bounded: shutdown waits), once.
 	s.publishOnStop.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), readstate.StopTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), s.deps.Shared.StopTimeout())
 		defer cancel()
 		s.publish(ctx, true)
 	})

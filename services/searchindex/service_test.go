@@ -170,7 +170,7 @@ func TestNewReplicaStartsFromThePublishedIndex(t *testing.T) {
 	e.stop()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	shared := func() *readstate.Shared {
-		return readstate.New(e.blobs, "search-index.tar.gz", time.Hour, t.TempDir(), logger)
+		return readstate.New(e.blobs, "search-index.tar.gz", time.Hour, 0, t.TempDir(), logger)
 	}
 	e.startWith(filepath.Join(e.dir, "first"), shared())
 	e.commit(put("memory/a/facts.md", "# Facts: a\n\n## D\n- alpha fact\n"))

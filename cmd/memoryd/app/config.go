@@ -73,6 +73,10 @@ type StorageConfig struct {
 	// snapshot and a copy of its search index to the object store, so new
 	// replicas start from them instead of all of history (0 = never).
 	ReadStateEvery time.Duration
+	// ReadStatePublishTimeout bounds the publish at shutdown (0:
+	// readstate.StopTimeout, to fit a pod's grace period); not a flag:
+	// the one-off job publish-read-state sets it (PublishReadState).
+	ReadStatePublishTimeout time.Duration
 }
 
 // RegisterFlags adds the storage flags.

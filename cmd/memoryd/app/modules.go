@@ -370,7 +370,8 @@ func (a *App) initEntityGraph(context.Context) (modules.Module, error) {
 	svc := entitygraph.New(entitygraph.Deps{RepoPath: a.cfg.Storage.ReadRepoPath(), Repo: a.sharedRepo, Logger: a.logger,
 		MeterProvider: a.tel.MeterProvider(), Commits: commits,
 		StateDir: filepath.Join(a.cfg.Storage.DataDir, "entity-graph"),
-		Shared:   readstate.New(a.objects, "entity-graph.snapshot", a.cfg.Storage.ReadStateEvery, a.cfg.Storage.DataDir, a.logger)})
+		Shared: readstate.New(a.objects, "entity-graph.snapshot", a.cfg.Storage.ReadStateEvery, a.cfg.Storage.ReadStatePublishTimeout,
+			a.cfg.Storage.DataDir, a.logger)})
 	svc.Register(a.grpcSrv)
 	a.entityGraph = svc
 	a.beforeDrain(svc.Stop) // its stream is a call into proposal-apply
@@ -391,7 +392,8 @@ func (a *App) initSearchIndex(context.Context) (modules.Module, error) {
 	}
 	svc, err := searchindex.New(cfg.SearchIndex, searchindex.Deps{RepoPath: cfg.Storage.ReadRepoPath(), Repo: a.sharedRepo,
 		Blobs: a.objects, Logger: a.logger, MeterProvider: a.tel.MeterProvider(), Commits: commits,
-		Shared: readstate.New(a.objects, "search-index.tar.gz", cfg.Storage.ReadStateEvery, cfg.Storage.DataDir, a.logger)})
+		Shared: readstate.New(a.objects, "search-index.tar.gz", cfg.Storage.ReadStateEvery, cfg.Storage.ReadStatePublishTimeout,
+			cfg.Storage.DataDir, a.logger)})
 	if err != nil {
 		return nil, fmt.Errorf("search index: %w", err)
 	}
