@@ -318,6 +318,10 @@ func (r *Report) Markdown() string {
 			if p.Note != "" {
 				fmt.Fprintf(&b, "\nN=%d M=%d ended early: %s  ", p.Agents, p.Commits, p.Note)
 			}
+			if pub := p.Published; pub != nil {
+				fmt.Fprintf(&b, "\nN=%d M=%d: the first start booted from the read state `memoryd publish-read-state` published at main~%d and replayed the %d commits after it; the job (a full build) took %.0f s.  ",
+					p.Agents, p.Commits, pub.Tail, pub.Tail, pub.JobSeconds)
+			}
 		}
 		b.WriteString("\n")
 	}
