@@ -41,9 +41,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func serve(args []string, stderr io.Writer) error {
+	return withApp(args, stderr, nil, (*app.App).Run)
+}
+
+// publishReadState runs the one-off job of app.PublishReadState with the
+// serve flags (data dir, object store, config file).
+func publishReadState(args []string, stderr io.Writer) error {
+	return withApp(args, stderr, app.ConfigurePublish, (*app.App).PublishReadState)
+}
+
+// withApp loads the config from args (configure, if any, adjusts it),
+// logs to stderr, and runs the app with run until it returns or a signal
+// stops it.
+func withApp(args []string, stderr io.Writer, configure func(*app.Config) error, run func(*app.App, context.Context) error) error {
 	cfg, flags, err := app.LoadConfig(args, os.LookupEnv)
 	if err != nil {
 		return err
+	}
+	if configure != nil {
+		if err := configure(cfg); err != nil {
+			return err
+		}
 	}
 	level, err := telemetry.ParseLevel(cfg.LogLevel)
 	if err != nil {
@@ -58,32 +76,7 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return a.Run(ctx)
-}
-
-// publishReadState runs the one-off job of app.PublishReadState with the
-// serve flags (data dir, object store, config file).
-func publishReadState(args []string, stderr io.Writer) error {
-	cfg, flags, err := app.LoadConfig(args, os.LookupEnv)
-	if err != nil {
-		return err
-	}
-	if err := app.ConfigurePublish(cfg); err != nil {
-		return err
-	}
-	level, err := telemetry.ParseLevel(cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	logger, closeLog := telemetry.NewBufferedLogger(stderr, level)
-	defer func() { _ = closeLog() }()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	a, err := app.New(ctx, cfg, flags, logger)
-	if err != nil {
-		return err
-	}
-	return a.PublishReadState(ctx)
+	return run(a, ctx)
 }
 
 func exitCode(err error, stderr io.Writer) int {

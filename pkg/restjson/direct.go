@@ -1,6 +1,7 @@
 package restjson
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"math"
@@ -241,22 +242,12 @@ func compareKeys(x, y protoreflect.MapKey) int {
 		}
 		return 1
 	case int32, int64:
-		return cmpOrdered(x.Int(), y.Int())
+		return cmp.Compare(x.Int(), y.Int())
 	case uint32, uint64:
-		return cmpOrdered(x.Uint(), y.Uint())
+		return cmp.Compare(x.Uint(), y.Uint())
 	default:
 		return strings.Compare(x.String(), y.String())
 	}
-}
-
-func cmpOrdered[T int64 | uint64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func appendSingular(b []byte, v protoreflect.Value, fd protoreflect.FieldDescriptor) ([]byte, error) {
