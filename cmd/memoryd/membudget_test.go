@@ -22,7 +22,7 @@ func TestEveryCacheDrawsFromOneMemoryBudget(t *testing.T) {
 	want := []string{"auth.verified_tokens", "git.trees", "git.commits", "git.objects",
 		"context_assembly.read_folders", "context_assembly.always_load_blocks", "context_assembly.token_counts",
 		"context_assembly.source_texts", "context_assembly.token_pieces", "proposal_apply.token_pieces",
-		"entity_graph.sorted_edges", "entity_graph.sorted_refs"}
+		"entity_graph.sorted_edges", "entity_graph.sorted_refs", "entity_graph.pages"}
 	for _, tc := range []struct {
 		flags  []string
 		budget float64
@@ -72,7 +72,7 @@ func TestEveryCacheDrawsFromOneMemoryBudget(t *testing.T) {
 // a message that names the flag.
 func TestAMemoryBudgetTooSmallIsRefused(t *testing.T) {
 	for value, msg := range map[string]string{
-		"4MiB": "--memory-budget of 4 MiB is too small for 12 caches: at least 12 MiB",
+		"4MiB": "--memory-budget of 4 MiB is too small for 13 caches: at least 13 MiB",
 		"lots": `invalid value "lots" for flag -memory-budget: "lots" is not a size`,
 	} {
 		out, err := exec.Command(memorydBin, "--target=all", "--data-dir", t.TempDir(), "--grpc-addr", "127.0.0.1:0",

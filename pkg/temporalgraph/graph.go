@@ -319,6 +319,10 @@ type Graph struct {
 	// sets in order (NodePage).
 	sortedAdj  sortedLists[edgeKey]
 	sortedRefs sortedLists[string]
+	// pages keeps NodePage's pages of now until the next commit; version
+	// counts the commits applied, which is what a page is valid for.
+	pages   pageCache
+	version uint64
 
 	// Records not yet on disk, by what queries look them up by: fact
 	// changes by entity, closed intervals by each endpoint, commit
@@ -480,6 +484,7 @@ func NewIn(dir string) *Graph {
 		disk:         &store{dir: dir},
 		sortedAdj:    newSortedLists[edgeKey](int64(unsafe.Sizeof(edgeKey{}))),
 		sortedRefs:   newSortedLists[string](int64(unsafe.Sizeof(""))),
+		pages:        newPageCache(),
 	}
 	runtime.AddCleanup(g, func(s *store) { _ = s.close() }, g.disk)
 	return g
@@ -489,7 +494,7 @@ func NewIn(dir string) *Graph {
 // refs), for the process's memory budget and metrics.
 func (g *Graph) HotSet() []membudget.Named {
 	return []membudget.Named{{Name: "entity_graph.sorted_edges", Cache: &g.sortedAdj},
-		{Name: "entity_graph.sorted_refs", Cache: &g.sortedRefs}}
+		{Name: "entity_graph.sorted_refs", Cache: &g.sortedRefs}, {Name: "entity_graph.pages", Cache: g.pages.Cache}}
 }
 
 // Close releases the history on disk. The graph must not be used after.
@@ -515,6 +520,7 @@ func (g *Graph) Err() error {
 // is immutable history, so these never close. Re-applying a commit with the
 // same contents changes nothing.
 func (g *Graph) ApplyCommit(c Commit) {
+	g.version++ // every page kept is of the graph before
 	t := c.Time.UTC()
 	switch {
 	case c.Sha != "" && c.Sha == g.lastSha && t.Equal(g.lastTime):
@@ -1119,7 +1125,25 @@ func (g *Graph) NodeAt(id string, at Point) (Node, []Edge, bool) {
 // shared entity's thousands of edges costly — is built only for the page
 // (and for the edges visible must see); in the past, NodeAt's edges are
 // cut.
+//
+// Pages of now seen by every caller (visible nil) are kept until the next
+// commit (pageCache): the same shared entity asked for again costs a
+// lookup. Callers must not change what they get.
 func (g *Graph) NodePage(id string, at Point, skip, limit, maxEvidence int, visible func(Edge) bool) (n Node, page []Edge, total int, ok bool) {
+	if !at.IsNow() || visible != nil {
+		return g.nodePage(id, at, skip, limit, maxEvidence, visible)
+	}
+	key := pageKey{id: EntityID(id), skip: skip, limit: limit, maxEvidence: maxEvidence}
+	if p, hit := g.pages.get(key, g.version); hit {
+		return p.node, p.edges, p.total, p.ok
+	}
+	n, page, total, ok = g.nodePage(id, at, skip, limit, maxEvidence, nil)
+	g.pages.put(key, &cachedPage{version: g.version, node: n, edges: page, total: total, ok: ok})
+	return n, page, total, ok
+}
+
+// nodePage is NodePage, built.
+func (g *Graph) nodePage(id string, at Point, skip, limit, maxEvidence int, visible func(Edge) bool) (n Node, page []Edge, total int, ok bool) {
 	ns := g.nodes[EntityID(id)]
 	if ns == nil || !ns.existsAt(at) {
 		return Node{}, nil, 0, false

@@ -165,3 +165,35 @@ func TestFirstEvidenceIsTheSortedFirst(t *testing.T) {
 		}
 	}
 }
+
+// Pages of now are kept until the next commit (pageCache): asked for again
+// between commits a page is the one built, and after every commit of a
+// history each node's pages are what a graph that kept nothing builds.
+func TestNodePageKeptOnlyUntilTheNextCommit(t *testing.T) {
+	g := New()
+	defer func() { require.NoError(t, g.Close()) }()
+	history := syntheticHistory(300)
+	ids := []string{"entity-7", "entity-123", "agent-05", "agent-01", "nobody"}
+	for i, c := range history {
+		g.ApplyCommit(c)
+		if i%7 != 0 && i != len(history)-1 {
+			continue
+		}
+		for _, id := range ids {
+			for _, p := range []struct{ skip, limit, ev int }{{0, 100, 20}, {5, 3, 2}, {0, 1000, 0}} {
+				n, page, total, ok := g.NodePage(id, Point{}, p.skip, p.limit, p.ev, nil)
+				wn, wpage, wtotal, wok := g.nodePage(id, Point{}, p.skip, p.limit, p.ev, nil)
+				name := fmt.Sprintf("%s after commit %d, %+v", id, i, p)
+				require.Equal(t, wok, ok, name)
+				require.Equal(t, wn, n, name)
+				require.Equal(t, wtotal, total, name)
+				require.Equal(t, wpage, page, name)
+				_, again, _, _ := g.NodePage(id, Point{}, p.skip, p.limit, p.ev, nil)
+				if len(page) > 0 {
+					require.Same(t, &page[0], &again[0], "%s: the kept page, not built again", name)
+				}
+			}
+		}
+	}
+	require.Positive(t, g.pages.Stats().Hits)
+}
