@@ -21,7 +21,7 @@ import (
 func TestEveryCacheDrawsFromOneMemoryBudget(t *testing.T) {
 	want := []string{"auth.verified_tokens", "git.trees", "git.commits", "git.objects",
 		"context_assembly.read_folders", "context_assembly.always_load_blocks", "context_assembly.token_counts",
-		"context_assembly.source_texts", "context_assembly.token_pieces", "proposal_apply.token_pieces",
+		"context_assembly.source_texts", "context_assembly.source_lists", "context_assembly.token_pieces", "proposal_apply.token_pieces",
 		"entity_graph.sorted_edges", "entity_graph.sorted_refs", "entity_graph.pages"}
 	for _, tc := range []struct {
 		flags  []string
@@ -72,7 +72,7 @@ func TestEveryCacheDrawsFromOneMemoryBudget(t *testing.T) {
 // a message that names the flag.
 func TestAMemoryBudgetTooSmallIsRefused(t *testing.T) {
 	for value, msg := range map[string]string{
-		"4MiB": "--memory-budget of 4 MiB is too small for 13 caches: at least 13 MiB",
+		"4MiB": "--memory-budget of 4 MiB is too small for 14 caches: at least 14 MiB",
 		"lots": `invalid value "lots" for flag -memory-budget: "lots" is not a size`,
 	} {
 		out, err := exec.Command(memorydBin, "--target=all", "--data-dir", t.TempDir(), "--grpc-addr", "127.0.0.1:0",

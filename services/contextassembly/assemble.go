@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -197,21 +198,16 @@ func sourceTokens(srcs []*memoryv1.ContextSection) int {
 	return n
 }
 
-// sources reads agents/<agent>/sources/*.md, sorted by key. Every call
-// lists them, so it sees what changed; a text is fetched only when its
+// sources reads agents/<agent>/sources/*.md, sorted by key: listed at
+// most once a sourceListTTL (sourceList), a text fetched only when its
 // version is not in sourceTexts.
 func (s *Service) sources(ctx context.Context, agent string) ([]*memoryv1.ContextSection, error) {
 	if s.deps.Blobs == nil {
 		return nil, nil
 	}
+	infos, err := s.sourceList(ctx, agent)
 	var out []*memoryv1.ContextSection
-	for info, err := range s.deps.Blobs.List(ctx, "agents/"+agent+"/sources/") {
-		if err != nil {
-			return out, err
-		}
-		if !strings.HasSuffix(info.Key, ".md") {
-			continue
-		}
+	for _, info := range infos {
 		content, etag, err := s.sourceText(ctx, info)
 		if errors.Is(err, blob.ErrNotFound) {
 			continue
@@ -222,7 +218,44 @@ func (s *Service) sources(ctx context.Context, agent string) ([]*memoryv1.Contex
 		out = append(out, &memoryv1.ContextSection{Kind: "source", File: info.Key, Commit: etag,
 			Content: content, Tokens: int32(s.counts.source(info.Key, etag, content, s.count))})
 	}
-	return out, nil
+	return out, err
+}
+
+// sourceListTTL is how long an agent's listing of sources is used before
+// the object store is listed again: every AssembleContext listed them, a
+// round trip on MinIO and 9 % of the CPU on the folder store (issue #30).
+// A source put in or taken out is seen within it — sooner than search
+// hits follow, which wait for the index's own listing
+// (--search-sources-poll, 10 s).
+const sourceListTTL = time.Second
+
+// sourceList is one listing of an agent's sources (Markdown only).
+type sourceList struct {
+	at    time.Time
+	infos []blob.Info
+}
+
+// sourceList lists the agent's sources, or returns the listing made less
+// than sourceListTTL ago. A listing that failed is not kept: what it
+// found so far comes back with the error.
+func (s *Service) sourceList(ctx context.Context, agent string) ([]blob.Info, error) {
+	now := s.now()
+	if l, ok := s.sourceLists.Get(agent); ok && now.Sub(l.at) < sourceListTTL && !now.Before(l.at) {
+		return l.infos, nil
+	}
+	l := &sourceList{at: now}
+	cost := int64(len(agent)) + contentEntryCost
+	for info, err := range s.deps.Blobs.List(ctx, "agents/"+agent+"/sources/") {
+		if err != nil {
+			return l.infos, err
+		}
+		if strings.HasSuffix(info.Key, ".md") {
+			l.infos = append(l.infos, info)
+			cost += contentEntryCost + int64(len(info.Key)+len(info.ETag)+len(info.ContentType))
+		}
+	}
+	s.sourceLists.Put(agent, l, cost)
+	return l.infos, nil
 }
 
 // sourceText returns the text and ETag of the listed source: from

@@ -55,8 +55,9 @@ type Deps struct {
 	// Retrieval tunes what fills the budget after Layer 1; the zero value
 	// is DefaultRetrieval.
 	Retrieval *Retrieval
-	// Now is the clock GetStaleFacts judges expiry by; nil = time.Now.
-	// Reads judge it by the commit's time instead (stale.go).
+	// Now is the clock GetStaleFacts judges expiry by, and source listings
+	// age by; nil = time.Now. Reads judge expiry by the commit's time
+	// instead (stale.go).
 	Now func() time.Time
 }
 
@@ -76,8 +77,10 @@ type Service struct {
 	reads *lru.Cache[readKey, *folderRead]
 	// counts memoises token counts of files by blob hash.
 	counts *blobCounts
-	// sourceTexts holds the object-store sources' texts by key and ETag.
+	// sourceTexts holds the object-store sources' texts by key and ETag;
+	// sourceLists each agent's listing of them, for sourceListTTL.
 	sourceTexts *lru.Cache[contentKey, string]
+	sourceLists *lru.Cache[string, *sourceList]
 	retrieval   Retrieval
 	// agentCommits lists each agent's commits for ListHistory.
 	agentCommits history.AgentIndex
@@ -101,6 +104,9 @@ const (
 	// sourceCacheSize holds the sources of a few thousand agents (the
 	// benchmark's are two of ~5 KB each).
 	sourceCacheSize = 16 << 20
+	// sourceListSize holds the listings of thousands of agents (two
+	// sources each in the benchmark: ~300 bytes).
+	sourceListSize = 2 << 20
 )
 
 // New returns the service.
@@ -120,7 +126,8 @@ func New(d Deps) (*Service, error) {
 	s := &Service{deps: d, logger: logger, counter: counter, repo: memrepo.LazyFor(d.Repo, d.RepoPath), retrieval: retrieval,
 		blocks: lru.New[plumbing.Hash, []memread.Block](blockCacheSize), reads: lru.New[readKey, *folderRead](readCacheSize),
 		counts: newBlobCounts(blobCountSize), sourceTexts: lru.New[contentKey, string](sourceCacheSize),
-		usage: newUsage(d.Usage, logger)}
+		sourceLists: lru.New[string, *sourceList](sourceListSize),
+		usage:       newUsage(d.Usage, logger)}
 	if s.observing, err = telemetry.ObserveCaches(d.MeterProvider, s.Caches); err != nil {
 		logger.Warn("cache metrics not registered", "err", err)
 	}
@@ -135,8 +142,17 @@ func (s *Service) Caches() []membudget.Named {
 		{Name: "context_assembly.always_load_blocks", Cache: s.blocks},
 		{Name: "context_assembly.token_counts", Cache: s.counts.cache},
 		{Name: "context_assembly.source_texts", Cache: s.sourceTexts},
+		{Name: "context_assembly.source_lists", Cache: s.sourceLists},
 		{Name: "context_assembly.token_pieces", Cache: s.counter.Cache()},
 	}
+}
+
+// now is Deps.Now, or the time.
+func (s *Service) now() time.Time {
+	if s.deps.Now != nil {
+		return s.deps.Now()
+	}
+	return time.Now()
 }
 
 // Start runs the usage reporter until Stop.

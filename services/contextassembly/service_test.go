@@ -35,11 +35,16 @@ type env struct {
 
 func newEnv(t *testing.T) *env { return newEnvWithSources(t, nil) }
 
-// newEnvWithSources is newEnv with the agents' sources in blobs.
-func newEnvWithSources(t *testing.T, blobs blob.Store) *env {
+// newEnvWithSources is newEnv with the agents' sources in blobs (and the
+// service's clock now, if given).
+func newEnvWithSources(t *testing.T, blobs blob.Store, now ...func() time.Time) *env {
 	repo, err := memrepo.Init(context.Background(), filepath.Join(t.TempDir(), "memory.git"), memrepo.InitOptions{})
 	require.NoError(t, err)
-	svc, err := New(Deps{RepoPath: repo.Path(), Blobs: blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	d := Deps{RepoPath: repo.Path(), Blobs: blobs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if len(now) > 0 {
+		d.Now = now[0]
+	}
+	svc, err := New(d)
 	require.NoError(t, err)
 	server := grpctest.Serve(t, svc.Register)
 	return &env{t: t, repo: repo, client: memoryv1.NewContextAssemblyServiceClient(server.Conn), server: server,
@@ -244,14 +249,17 @@ func (c *countingStore) Get(ctx context.Context, key string) (io.ReadCloser, blo
 	return c.Store.Get(ctx, key)
 }
 
-// A source's text is fetched once per version: every AssembleContext lists
-// the sources and so sees a new version, a removed and an added source.
+// A source's text is fetched once per version: AssembleContext lists the
+// sources (at most once a sourceListTTL) and so sees a new version, a
+// removed and an added source.
 func TestAssembleContextFetchesEachSourceVersionOnce(t *testing.T) {
 	fs, err := blob.NewFS(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = fs.Close() })
 	store := &countingStore{Store: fs}
-	e := newEnvWithSources(t, store)
+	var clock atomic.Int64
+	e := newEnvWithSources(t, store, func() time.Time { return time.Unix(0, clock.Load()) })
+	later := func() { clock.Add(int64(sourceListTTL)) }
 	seedAgent(e)
 	ctx := context.Background()
 	put := func(key, text string) {
@@ -277,12 +285,14 @@ func TestAssembleContextFetchesEachSourceVersionOnce(t *testing.T) {
 
 	put(guide, "# Guide\n\nRotate the keys weekly.\n")
 	put(notes, "# Notes\n\nNothing yet.\n")
+	later()
 	want := map[string]string{guide: "# Guide\n\nRotate the keys weekly.\n", notes: "# Notes\n\nNothing yet.\n"}
 	require.Equal(t, want, sources())
 	require.Equal(t, want, sources())
 	require.Equal(t, int32(3), store.gets.Load(), "each new version is read once")
 
 	require.NoError(t, fs.Delete(ctx, notes))
+	later()
 	require.Equal(t, map[string]string{guide: want[guide]}, sources())
 }
 

@@ -29,11 +29,7 @@ func (h *handler) GetStaleFacts(ctx context.Context, req *memoryv1.GetStaleFacts
 		return nil, err
 	}
 	// "Has run out" is a question about now, not about the commit.
-	now := time.Now
-	if h.svc.deps.Now != nil {
-		now = h.svc.deps.Now
-	}
-	return h.svc.staleFacts(ctx, req.GetAgentId(), req.GetIncludeArchived(), now())
+	return h.svc.staleFacts(ctx, req.GetAgentId(), req.GetIncludeArchived(), h.svc.now())
 }
 
 // staleFacts reads facts.md (and decisions.md with archived) at head.
