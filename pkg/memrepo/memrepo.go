@@ -26,7 +26,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
-	"github.com/garden-bloom/memory/pkg/lru"
 	"github.com/garden-bloom/memory/pkg/memrepo/internal/odb"
 )
 
@@ -95,13 +94,11 @@ type Repo struct {
 	// objs is the goroutine-safe object database used by the read and
 	// write planes (see internal/odb for why not go-git's storage).
 	objs *odb.Store
-	// trees and commits hold objects decoded once and shared by every
-	// reader (objects are immutable, so caching them by hash is always
-	// correct): trees for path lookups, commits because every read
-	// resolves the head commit, several times.
-	trees   *lru.Cache[plumbing.Hash, *decodedTree]
-	commits *lru.Cache[plumbing.Hash, *object.Commit]
-	caches  *caches // the two above and the odb's objects
+	// caches hold objects decoded once and shared by every reader
+	// (objects are immutable, so caching them by hash is always correct):
+	// trees for path lookups, commits because every read resolves the
+	// head commit, several times; and the odb's objects.
+	*caches
 	// writeMu serialises Commit (and RecoverStaleLock) within the process;
 	// other processes are serialised by git's ref lock file.
 	writeMu sync.Mutex
@@ -187,7 +184,7 @@ func open(path string, c *caches) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotRepository, abs, err)
 	}
-	r := &Repo{path: abs, repo: repo, objs: objs, caches: c, trees: c.trees, commits: c.commits}
+	r := &Repo{path: abs, repo: repo, objs: objs, caches: c}
 	if _, err := r.Head(context.Background()); err != nil {
 		return nil, err
 	}
