@@ -121,7 +121,7 @@ type generation struct {
 type Index struct {
 	base     string
 	analyzer *analysis.Analyzer
-	// queryAnalyzer analyses a query's optional words (wordAnalyzer).
+	// queryAnalyzer analyses a query's optional words (words).
 	queryAnalyzer *analysis.Analyzer
 
 	writeMu sync.Mutex // one batch at a time

@@ -91,8 +91,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (*Result, error) {
 	if len(ix.terms(ix.analyzer, q.Text)) == 0 {
 		return nil, ErrEmptyQuery
 	}
-	wordAnalyzer := ix.wordAnalyzer(q, text)
-	wordTerms := ix.terms(wordAnalyzer, text)
+	wordAnalyzer, wordTerms := ix.words(q, text)
 	marked := maps.Clone(wordTerms) // what an excerpt marks: what ranks
 	match := bluge.NewBooleanQuery()
 	for _, p := range phrases {
@@ -362,14 +361,17 @@ func (ix *Index) terms(a *analysis.Analyzer, s string) map[string]bool {
 	return out
 }
 
-// wordAnalyzer analyses q's optional words: the query analyzer, which
-// drops the question's framing words, unless q keeps them or they are all
-// the words have.
-func (ix *Index) wordAnalyzer(q Query, words string) *analysis.Analyzer {
-	if q.KeepQuestionWords || len(ix.queryAnalyzer.Analyze([]byte(words))) == 0 {
-		return ix.analyzer
+// words analyses q's optional words with the query analyzer, which drops
+// the question's framing words, unless q keeps them or they are all the
+// words have (then with the document analyzer): the analyzer and the
+// terms.
+func (ix *Index) words(q Query, words string) (*analysis.Analyzer, map[string]bool) {
+	if !q.KeepQuestionWords {
+		if terms := ix.terms(ix.queryAnalyzer, words); len(terms) > 0 {
+			return ix.queryAnalyzer, terms
+		}
 	}
-	return ix.queryAnalyzer
+	return ix.analyzer, ix.terms(ix.analyzer, words)
 }
 
 // excerpt returns the part of text around its first match, with every
