@@ -131,11 +131,11 @@ func fileTexts(ctx context.Context, files agentFiles, srcs []*memoryv1.ContextSe
 		if text, ok := read[path]; ok {
 			return text, true
 		}
-		data, err := files.repo.ReadFile(ctx, files.commit, path)
+		text, _, err := files.repo.ReadTextBlob(ctx, files.commit, path)
 		if err != nil {
 			return "", false
 		}
-		read[path] = string(data)
-		return read[path], true
+		read[path] = text
+		return text, true
 	}
 }
