@@ -54,9 +54,7 @@ func (c *cli) entitiesListCommand() *cobra.Command {
 				for _, e := range resp.GetEntities() {
 					t.row(e.GetEntityId(), e.GetType(), e.GetLabel(), len(e.GetRefs()), e.GetLastUpdated())
 				}
-				if resp.GetNextPageToken() != "" {
-					t.text("more: --page-token " + resp.GetNextPageToken() + "\n")
-				}
+				t.more(resp.GetNextPageToken())
 			})
 		},
 	}
@@ -100,9 +98,7 @@ func (c *cli) entitiesGetCommand() *cobra.Command {
 				t.kv("refs", resp.GetRefs())
 				t.kv("edges", resp.GetTotalEdges())
 				edgeRows(t, resp.GetEdges())
-				if resp.GetNextPageToken() != "" {
-					t.text("more: --page-token " + resp.GetNextPageToken() + "\n")
-				}
+				t.more(resp.GetNextPageToken())
 			})
 		},
 	}

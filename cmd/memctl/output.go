@@ -164,6 +164,13 @@ func (t *table) text(s string) {
 	_, t.err = io.WriteString(t.w, s)
 }
 
+// more says how to ask for the next page, when there is one.
+func (t *table) more(nextPageToken string) {
+	if nextPageToken != "" {
+		t.text("more: --page-token " + nextPageToken + "\n")
+	}
+}
+
 // status colours a proposal status on a terminal.
 func (t *table) status(s string) string {
 	if !t.color {

@@ -66,9 +66,7 @@ func (c *cli) proposalsListCommand() *cobra.Command {
 					t.row(p.GetProposalId(), p.GetAgentId(), t.status(short(p.GetStatus())), reasonText(p.GetReason()), p.GetCreatedAt(),
 						proposalFiles(p), p.GetReasoning())
 				}
-				if resp.GetNextPageToken() != "" {
-					t.text("more: --page-token " + resp.GetNextPageToken() + "\n")
-				}
+				t.more(resp.GetNextPageToken())
 			})
 		},
 	}

@@ -216,9 +216,7 @@ func (c *cli) logCommand() *cobra.Command {
 					subject, _, _ := strings.Cut(ci.GetMessage(), "\n")
 					t.row(shortSHA(ci.GetSha()), ci.GetTime(), ci.GetVersion(), ci.GetProposalId(), ci.GetRunId(), subject)
 				}
-				if resp.GetNextPageToken() != "" {
-					t.text("more: --page-token " + resp.GetNextPageToken() + "\n")
-				}
+				t.more(resp.GetNextPageToken())
 			})
 		},
 	}

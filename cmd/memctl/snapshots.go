@@ -76,9 +76,7 @@ func (c *cli) snapshotListCommand() *cobra.Command {
 			}
 			return c.printer.message(resp, func(t *table) {
 				snapshotRows(t, resp.GetSnapshots())
-				if resp.GetNextPageToken() != "" {
-					t.text("more: --page-token " + resp.GetNextPageToken() + "\n")
-				}
+				t.more(resp.GetNextPageToken())
 			})
 		},
 	}
