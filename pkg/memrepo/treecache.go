@@ -102,7 +102,7 @@ func (c *caches) named() []membudget.Named {
 }
 
 // Caches are the repository's caches, for the memory budget and metrics.
-func (r *Repo) Caches() []membudget.Named { return r.caches.named() }
+func (r *Repo) Caches() []membudget.Named { return r.named() }
 
 // tree returns tree h decoded, from the cache when it was seen (nil for the
 // zero hash). The result is shared: callers must not modify it.
