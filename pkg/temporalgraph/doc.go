@@ -3,9 +3,12 @@
 // can rebuild exactly the same graph by replaying the same commits.
 //
 // Everything is deterministic: no clock, and every map is walked in sorted
-// order where order matters. The only I/O is the graph's own history, which
-// it keeps in a file of its own rather than on the heap (store.go): the
-// answers are the same.
+// order where order matters. The only I/O is the graph's own file: its
+// history (store.go) and its live state — nodes, open edges, what each file
+// contributes now (live.go) — are kept there rather than on the heap, which
+// holds what changed since the last flush and a bounded hot set. The
+// answers are the same as those of the graph kept in memory
+// (TestRebuildEqualsInMemoryReference).
 //
 // # Entity ids
 //

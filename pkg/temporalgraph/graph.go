@@ -185,33 +185,6 @@ func compareKeys(a, b edgeKey) int {
 	return cmp.Or(strings.Compare(a.from, b.from), strings.Compare(a.to, b.to), strings.Compare(a.rel, b.rel))
 }
 
-// id returns the graph's own string for entity id s (the node's), so that
-// the many places naming an entity share one copy; s if there is no node.
-func (g *Graph) id(s string) string {
-	if n := g.nodes[s]; n != nil {
-		return n.id
-	}
-	return s
-}
-
-// intern makes f's entity ids the graph's own strings (every id f names is
-// a node by now) and drops its declarations, before the graph keeps f.
-func (g *Graph) intern(f *fileState) {
-	id := g.id
-	f.decls = nil
-	for i, n := range f.nodes {
-		f.nodes[i] = id(n)
-	}
-	for i, e := range f.edges {
-		f.edges[i].key = edgeKey{id(e.key.from), id(e.key.to), e.key.rel}
-	}
-	for _, ft := range f.facts {
-		for i, x := range ft.ids {
-			ft.ids[i] = id(x)
-		}
-	}
-}
-
 // edgeState is an edge that holds now: its open interval. A closed
 // interval is history (on disk), and an edge with none open is not kept.
 type edgeState struct {
@@ -220,66 +193,41 @@ type edgeState struct {
 	// edge: their evidence is on disk (store.go; refsBlock is the newest
 	// block of it), and the edge never closes.
 	commitRefs bool
-	// fromOrd is the opening commit's Point.Ord (it fits beside the
-	// bools).
-	fromOrd uint32
-	// adjFrom and adjTo are the edge's positions in the adjacency lists
-	// of its ends, so that it leaves them in constant time.
-	adjFrom, adjTo int32
-	refsBlock      uint64
-	from           time.Time
-	live           map[uint32]evidence // sources supporting the edge now, by source id
+	// fromOrd is the opening commit's Point.Ord.
+	fromOrd   uint32
+	refsBlock uint64
+	from      time.Time
+	live      map[string]evidence // sources supporting the edge now, by source
 	// gone holds the sources that supported the edge earlier in the current
 	// interval and left it (nil when none): the interval's evidence is live
 	// and gone together. Keeping only the departed ones, not a second copy
 	// of live, halves the evidence an open edge holds.
-	gone map[uint32]evidence
+	gone map[string]evidence
 }
 
-// evidence is an Evidence kept in an edge's maps, keyed by its source's id:
-// numbers only, so the maps hold no pointers and the collector never scans
-// them. At 10,000 agents they were 375 MB of the graph's 1.2 GB heap as
-// maps of strings, marked over and over.
+// evidence is an Evidence kept in an edge's maps, keyed by its source.
 type evidence struct {
-	commit uint32 // id of the commit's sha
+	commit string
 	line   int32
 }
 
-// interner numbers the source paths and commit shas evidence names.
-type interner struct {
-	ids  map[string]uint32
-	strs []string
-}
-
-func newInterner() *interner { return &interner{ids: map[string]uint32{}} }
-
-// id returns s's number, giving it the next one if it has none.
-func (in *interner) id(s string) uint32 {
-	if id, ok := in.ids[s]; ok {
-		return id
-	}
-	id := uint32(len(in.strs))
-	in.strs = append(in.strs, s)
-	in.ids[s] = id
-	return id
-}
-
-func (in *interner) str(id uint32) string { return in.strs[id] }
-
-// expand returns ev, the evidence of source src, with its strings.
-func (in *interner) expand(src uint32, ev evidence) Evidence {
-	return Evidence{File: in.str(src), Commit: in.str(ev.commit), Line: int(ev.line)}
+// expand returns ev, the evidence of source src, as an Evidence.
+func (ev evidence) expand(src string) Evidence {
+	return Evidence{File: src, Commit: ev.commit, Line: int(ev.line)}
 }
 
 type nodeState struct {
 	id, typ, label string
 	labelSet       bool
 	// commitRefs is set when commit sources ("commit:<sha>") name the
-	// node: they are refs too, on disk (store.go); refs holds the files.
+	// node: they are refs too, on disk (store.go); the files are in the
+	// refs set (live.go), refCount of them.
 	commitRefs bool
-	// firstOrd is the Point.Ord of the commit that first saw the node (it
-	// fits beside the bools).
+	// firstOrd is the Point.Ord of the commit that first saw the node.
 	firstOrd uint32
+	// refCount and adjCount are the sizes of the node's sets of files and
+	// open edges (live.go), known without reading them.
+	refCount, adjCount int
 	// factBlock, closedBlock and refsBlock are the seqs of the newest
 	// blocks of the node's fact changes, closed intervals and commit
 	// sources on disk (0: none), each the head of a chain (store.go).
@@ -287,34 +235,25 @@ type nodeState struct {
 	// closedUpTo is the last position that closed one of the node's
 	// intervals on disk (blockHeader.upTo of closedBlock).
 	closedUpTo Point
-	aliases    map[string]bool
-	refs       map[string]bool
+	aliases    []string // sorted
 	firstSeen  time.Time
 	updated    time.Time
 }
 
 // Graph is a temporal entity graph built from commits. Its live state —
-// nodes, open edges, what each file contributes now — is in memory; its
+// nodes, open edges, what each file contributes now (live.go) — and its
 // history — fact changes, closed edge intervals, commit messages'
-// Entity-Refs — is on disk (store.go), but for the last few thousand
-// records, so its heap does not grow with history (issue #25). It is not
+// Entity-Refs (store.go) — are on disk, but for what changed since the
+// last flush, so its heap grows with neither (issues #25, #30). It is not
 // safe for concurrent use: build it single-threaded, then query (queries do
 // not mutate). Close releases the disk.
 type Graph struct {
-	nodes map[string]*nodeState
-	// edges are the open edges (edgeState).
-	edges map[edgeKey]*edgeState
-	files map[string]*fileState
-	// adj lists, per node, the keys of the open edges touching it, so
-	// queries touch only the edges around a node; the closed intervals
-	// around it are one seek on disk.
-	adj map[string][]edgeKey
-	// strs numbers the sources and commits of the open edges' evidence;
-	// strsAt is its size that makes the next commit compact it.
-	strs   *interner
-	strsAt int
-	// spare are edge states of closed edges, for new ones (dropEdge).
-	spare []*edgeState
+	live live
+	// nodeCount and edgeCount count the nodes and open edges, for Size.
+	nodeCount, edgeCount int
+	// wr reads the disk for the writer (ApplyCommit), from the first read
+	// to the next flush.
+	wr *reader
 	// sortedAdj and sortedRefs keep the biggest adjacency lists and ref
 	// sets in order (NodePage).
 	sortedAdj  sortedLists[edgeKey]
@@ -327,7 +266,8 @@ type Graph struct {
 	// Records not yet on disk, by what queries look them up by: fact
 	// changes by entity, closed intervals by each endpoint, commit
 	// evidence by edge, commit sources by node. pending counts them; at
-	// flushAt they are written in one transaction (flush).
+	// flushAt they and the live state's changes are written in one
+	// transaction (flush).
 	history      map[string][]FactChange
 	pendClosed   map[string][]Edge
 	pendEdgeRefs map[edgeKey][]edgeRef
@@ -363,68 +303,74 @@ type Size struct {
 
 // Size counts what g holds.
 func (g *Graph) Size() Size {
-	return Size{Nodes: len(g.nodes), Edges: len(g.edges) + g.closedCount, FactChanges: g.factCount}
+	return Size{Nodes: g.nodeCount, Edges: g.edgeCount + g.closedCount, FactChanges: g.factCount}
 }
 
-// indexEdge records a new edge, k, in the adjacency index.
-func (g *Graph) indexEdge(k edgeKey, es *edgeState) {
-	g.sortedAdj.drop(k.from, k.to)
-	es.adjFrom = int32(len(g.adj[k.from]))
-	g.adj[k.from] = append(g.adj[k.from], k)
-	if k.to != k.from {
-		es.adjTo = int32(len(g.adj[k.to]))
-		g.adj[k.to] = append(g.adj[k.to], k)
+// writer returns the writer's reader.
+func (g *Graph) writer() *reader {
+	if g.wr == nil {
+		g.wr = g.reader()
 	}
+	return g.wr
+}
+
+// endWrite ends the writer's reader: before a flush writes (a read
+// transaction left open would keep bbolt from growing its map), and
+// after each commit, so that no transaction is held between commits.
+func (g *Graph) endWrite() {
+	if g.wr != nil {
+		g.wr.done()
+		g.wr = nil
+	}
+}
+
+// newEdge records a new open edge, k, with its ends' adjacency.
+func (g *Graph) newEdge(k edgeKey) *edgeState {
+	es := &edgeState{live: map[string]evidence{}}
+	g.live.edges.create(k.String(), es)
+	g.edgeCount++
+	w := g.writer()
+	for _, id := range k.ends() {
+		g.live.adj.add(id, k.String())
+		g.live.nodes.edit(w, id).adjCount++
+	}
+	g.sortedAdj.drop(k.from, k.to)
+	return es
 }
 
 // dropEdge forgets the edge k, which closed: its interval is on its way to
 // disk.
-func (g *Graph) dropEdge(k edgeKey, es *edgeState) {
-	delete(g.edges, k)
-	g.unindex(k.from, int(es.adjFrom))
-	if k.to != k.from {
-		g.unindex(k.to, int(es.adjTo))
+func (g *Graph) dropEdge(k edgeKey) {
+	g.live.edges.del(k.String())
+	g.edgeCount--
+	w := g.writer()
+	for _, id := range k.ends() {
+		g.live.adj.remove(id, k.String())
+		g.live.nodes.edit(w, id).adjCount--
 	}
-	if len(g.spare) < maxSpare {
-		clear(es.live)
-		*es = edgeState{live: es.live}
-		g.spare = append(g.spare, es)
-	}
+	g.sortedAdj.drop(k.from, k.to)
 }
 
-// maxSpare bounds the edge states kept for reuse: edges close and open
-// all the time, and a new one would need a new map.
-const maxSpare = 1024
-
-// newEdgeState returns an empty edge state, a spare one if there is one.
-func (g *Graph) newEdgeState() *edgeState {
-	if n := len(g.spare); n > 0 {
-		es := g.spare[n-1]
-		g.spare = g.spare[:n-1]
-		return es
+// ends are the nodes an edge touches: one for a loop.
+func (k edgeKey) ends() []string {
+	if k.from == k.to {
+		return []string{k.from}
 	}
-	return &edgeState{live: map[uint32]evidence{}}
+	return []string{k.from, k.to}
 }
 
-// unindex removes the i-th key of id's adjacency list: the last takes its
-// place (lists are unordered), and learns its new position.
-func (g *Graph) unindex(id string, i int) {
-	g.sortedAdj.drop(id)
-	ks := g.adj[id]
-	last := ks[len(ks)-1]
-	if i != len(ks)-1 {
-		ks[i] = last
-		if les := g.edges[last]; last.from == id {
-			les.adjFrom = int32(i)
+// adjKeys lists the keys of id's open edges, sorted.
+func (g *Graph) adjKeys(r *reader, id string) []edgeKey {
+	members := g.live.adj.members(r, id)
+	out := make([]edgeKey, 0, len(members))
+	for _, m := range members {
+		if k, ok := parseEdgeKey(m); ok {
+			out = append(out, k)
 		} else {
-			les.adjTo = int32(i)
+			r.corrupt(bucketAdj)
 		}
 	}
-	if ks = ks[:len(ks)-1]; len(ks) == 0 {
-		delete(g.adj, id)
-	} else {
-		g.adj[id] = ks
-	}
+	return out
 }
 
 // edgesOf returns the intervals of every edge touching id, visible at at,
@@ -432,14 +378,14 @@ func (g *Graph) unindex(id string, i int) {
 // point, an interval that closed after it is still open (asOf).
 func (g *Graph) edgesOf(id string, at Point, allow map[string]bool, r *reader) []Edge {
 	var out []Edge
-	for _, k := range g.adj[id] {
+	for _, k := range g.adjKeys(r, id) {
 		if len(allow) > 0 && !allow[k.rel] {
 			continue
 		}
-		es := g.edges[k]
+		es := g.live.edges.get(r, k.String())
 		// An open interval is visible once it opened (and its
 		// evidence, the costly part, is built only then).
-		if visibleAt(Edge{ValidFrom: es.from, FromOrd: es.fromOrd}, at) {
+		if es != nil && visibleAt(Edge{ValidFrom: es.from, FromOrd: es.fromOrd}, at) {
 			out = append(out, g.current(k, es, r))
 		}
 	}
@@ -469,12 +415,7 @@ func New() *Graph { return NewIn("") }
 // Close frees it. A graph dropped without Close is closed when collected.
 func NewIn(dir string) *Graph {
 	g := &Graph{
-		nodes:        map[string]*nodeState{},
-		edges:        map[edgeKey]*edgeState{},
-		files:        map[string]*fileState{},
-		adj:          map[string][]edgeKey{},
-		strs:         newInterner(),
-		strsAt:       minInternerCompact,
+		live:         newLive(),
 		history:      map[string][]FactChange{},
 		pendClosed:   map[string][]Edge{},
 		pendEdgeRefs: map[edgeKey][]edgeRef{},
@@ -498,7 +439,10 @@ func (g *Graph) HotSet() []membudget.Named {
 }
 
 // Close releases the history on disk. The graph must not be used after.
-func (g *Graph) Close() error { return g.disk.close() }
+func (g *Graph) Close() error {
+	g.endWrite()
+	return g.disk.close()
+}
 
 // Err is the first failure of the history on disk, nil if none. A failed
 // write loses nothing (the records stay in memory and are written with the
@@ -538,6 +482,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 		commit   bool // the commit message's Entity-Refs
 	}
 	var changes []change
+	w := g.writer()
 	paths := make([]string, 0, len(c.Files))
 	for p := range c.Files {
 		paths = append(paths, p)
@@ -551,7 +496,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 				nf = derive(p, *content)
 			}
 		}
-		changes = append(changes, change{p, g.files[p], nf, false})
+		changes = append(changes, change{p, g.live.files.get(w, p), nf, false})
 	}
 	if agent := Slug(c.AgentID); agent != "" && len(c.EntityRefs) > 0 {
 		var ms []Mention
@@ -581,19 +526,15 @@ func (g *Graph) ApplyCommit(c Commit) {
 		if nf == nil {
 			nf = &fileState{}
 		}
-		// Only sources and commits that evidence names are numbered, so
-		// the interner grows with the evidence, as the strings did.
-		var src uint32
-		if len(old.edges) > 0 || len(nf.edges) > 0 {
-			src = g.strs.id(ch.src)
-		}
+		src := ch.src
 		for _, d := range nf.decls {
 			g.declare(d, t, ord)
 		}
 		for _, id := range old.nodes {
 			if !nf.hasNode(id) {
-				n := g.nodes[id]
-				delete(n.refs, ch.src)
+				n := g.live.nodes.edit(w, id)
+				g.live.refs.remove(id, src)
+				n.refCount--
 				g.sortedRefs.drop(id)
 				n.updated = t
 			}
@@ -601,14 +542,15 @@ func (g *Graph) ApplyCommit(c Commit) {
 		for _, id := range nf.nodes {
 			if !old.hasNode(id) {
 				n := g.node(id, t, ord)
-				n.refs[ch.src] = true
+				g.live.refs.add(id, src)
+				n.refCount++
 				g.sortedRefs.drop(id)
 				n.updated = t
 			}
 		}
 		for _, e := range old.edges {
 			if k := e.key; !nf.hasEdge(k) {
-				es := g.edges[k]
+				es := g.live.edges.edit(w, k.String())
 				if _, seen := wasOpen[k]; !seen {
 					wasOpen[k] = es.open
 				}
@@ -617,13 +559,9 @@ func (g *Graph) ApplyCommit(c Commit) {
 		}
 		for _, e := range nf.edges {
 			k, line := e.key, e.line
-			es := g.edges[k]
+			es := g.live.edges.edit(w, k.String())
 			if es == nil {
-				// Keys share the nodes' id strings.
-				k = edgeKey{g.nodes[k.from].id, g.nodes[k.to].id, k.rel}
-				es = g.newEdgeState()
-				g.edges[k] = es
-				g.indexEdge(k, es)
+				es = g.newEdge(k)
 			}
 			if _, seen := wasOpen[k]; !seen {
 				wasOpen[k] = es.open
@@ -632,7 +570,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 			if had {
 				ev.line = int32(line)
 			} else {
-				ev = evidence{commit: g.strs.id(c.Sha), line: int32(line)}
+				ev = evidence{commit: c.Sha, line: int32(line)}
 			}
 			es.live[src] = ev
 			delete(es.gone, src)
@@ -640,10 +578,10 @@ func (g *Graph) ApplyCommit(c Commit) {
 		g.diffFacts(ch.src, old.facts, nf.facts, c, t)
 		switch {
 		case ch.new == nil:
-			delete(g.files, ch.src)
+			g.live.files.del(ch.src)
 		case !strings.HasPrefix(ch.src, commitSourcePrefix):
-			g.intern(ch.new)
-			g.files[ch.src] = ch.new
+			ch.new.decls = nil // needed only while the commit is applied
+			g.live.files.put(ch.src, ch.new)
 		}
 	}
 
@@ -653,14 +591,14 @@ func (g *Graph) ApplyCommit(c Commit) {
 	}
 	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
 	for _, k := range keys {
-		es := g.edges[k]
+		es := g.live.edges.edit(w, k.String())
 		now := len(es.live) > 0 || es.commitRefs
 		switch {
 		case wasOpen[k] && !now:
 			e := g.current(k, es, nil) // no commit evidence: it would keep the edge open
 			e.ValidTo, e.ToOrd = t, ord
 			g.addClosed(e)
-			g.dropEdge(k, es)
+			g.dropEdge(k)
 		case !wasOpen[k] && now:
 			es.open = true
 			es.from, es.fromOrd = t, ord
@@ -672,12 +610,10 @@ func (g *Graph) ApplyCommit(c Commit) {
 		g.node(k.from, t, ord).updated = t
 		g.node(k.to, t, ord).updated = t
 	}
-	if len(g.strs.strs) >= g.strsAt {
-		g.compactStrs()
-	}
-	if g.pending >= g.flushAt {
+	if g.flushDue() {
 		_ = g.flush() // kept in memory on failure; Err tells
 	}
+	g.endWrite()
 }
 
 // applyCommitSource applies a commit message's Entity-Refs (src is
@@ -697,13 +633,10 @@ func (g *Graph) applyCommitSource(src string, nf *fileState, sha string, t time.
 		g.pending++
 	}
 	for _, e := range nf.edges {
-		// Keys share the nodes' id strings.
-		k := edgeKey{g.nodes[e.key.from].id, g.nodes[e.key.to].id, e.key.rel}
-		es := g.edges[k]
+		k := e.key
+		es := g.live.edges.edit(g.writer(), k.String())
 		if es == nil {
-			es = g.newEdgeState()
-			g.edges[k] = es
-			g.indexEdge(k, es)
+			es = g.newEdge(k)
 		}
 		if _, seen := wasOpen[k]; !seen {
 			wasOpen[k] = es.open
@@ -732,34 +665,6 @@ func (g *Graph) addFact(fc FactChange) {
 	g.history[fc.EntityID] = append(g.history[fc.EntityID], fc)
 	g.pending++
 	g.factCount++
-}
-
-// minInternerCompact is the interner's size below which it is never
-// compacted.
-const minInternerCompact = 4096
-
-// compactStrs renumbers the interner with only the strings the open edges'
-// evidence names: the shas of commits whose evidence went to disk with
-// the intervals it closed would otherwise stay, one per commit. The next
-// compaction waits for the interner to double, so the cost per string
-// numbered is constant.
-func (g *Graph) compactStrs() {
-	in := newInterner()
-	renumber := func(m map[uint32]evidence) map[uint32]evidence {
-		if m == nil {
-			return nil
-		}
-		out := make(map[uint32]evidence, len(m))
-		for src, ev := range m {
-			out[in.id(g.strs.str(src))] = evidence{commit: in.id(g.strs.str(ev.commit)), line: ev.line}
-		}
-		return out
-	}
-	for _, es := range g.edges {
-		es.live, es.gone = renumber(es.live), renumber(es.gone)
-	}
-	g.strs = in
-	g.strsAt = max(minInternerCompact, 2*len(in.strs))
 }
 
 // derive computes a source's contribution.
@@ -829,15 +734,14 @@ const commitSourcePrefix = "commit:"
 // edge m: such edges never lose a commit source.
 func (g *Graph) applied(src string, m Mention, t time.Time) bool {
 	k := edgeKey{m.EntityID, m.Target, m.Relation}
-	es := g.edges[k]
+	r := g.writer()
+	es := g.live.edges.get(r, k.String())
 	if es == nil || !es.commitRefs {
 		return false
 	}
 	if slices.ContainsFunc(g.pendEdgeRefs[k], func(ref edgeRef) bool { return ref.ev.File == src }) {
 		return true
 	}
-	r := g.reader()
-	defer r.done()
 	// A commit's evidence is at the commit's time: the walk stops at the
 	// first block whose commits, and so all older ones', came before t
 	// (but "commit:" alone, without a sha, may be any commit's).
@@ -859,10 +763,11 @@ func (g *Graph) applied(src string, m Mention, t time.Time) bool {
 // node returns the node id, creating a placeholder if needed (a target
 // nobody declared; the first real declaration then sets its label).
 func (g *Graph) node(id string, t time.Time, ord uint32) *nodeState {
-	n := g.nodes[id]
+	n := g.live.nodes.edit(g.writer(), id)
 	if n == nil {
-		n = &nodeState{id: id, typ: TypeConcept, label: id, aliases: map[string]bool{}, refs: map[string]bool{}, firstSeen: t, firstOrd: ord, updated: t}
-		g.nodes[id] = n
+		n = &nodeState{id: id, typ: TypeConcept, label: id, firstSeen: t, firstOrd: ord, updated: t}
+		g.live.nodes.create(id, n)
+		g.nodeCount++
 	}
 	return n
 }
@@ -877,9 +782,11 @@ func (g *Graph) declare(d decl, t time.Time, ord uint32) {
 	case !n.labelSet:
 		n.label, n.labelSet = d.label, true
 		n.updated = t
-	case d.label != n.label && !n.aliases[d.label]:
-		n.aliases[d.label] = true
-		n.updated = t
+	case d.label != n.label:
+		if i, found := slices.BinarySearch(n.aliases, d.label); !found {
+			n.aliases = slices.Insert(n.aliases, i, d.label)
+			n.updated = t
+		}
 	}
 	if n.typ == TypeConcept && d.typ != TypeConcept {
 		n.typ = d.typ
@@ -929,7 +836,7 @@ func (g *Graph) diffFacts(src string, old, nf []fact, c Commit, t time.Time) {
 // current is the open interval of es, the edge k, as an Edge; r reads its
 // commit evidence (nil: only for an edge without).
 func (g *Graph) current(k edgeKey, es *edgeState, r *reader) Edge {
-	e := Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, FromOrd: es.fromOrd, Evidence: sortedEvidence(g.strs, es.live, es.gone)}
+	e := Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, FromOrd: es.fromOrd, Evidence: sortedEvidence(es.live, es.gone)}
 	if es.commitRefs {
 		// One per source, the last given: a source given twice (a
 		// replayed commit without a sha) is the same evidence.
@@ -954,20 +861,20 @@ func lastPerFile(evs []Evidence) []Evidence {
 
 // leave records that source src no longer supports the edge; its evidence
 // stays with the current interval.
-func (es *edgeState) leave(src uint32) {
+func (es *edgeState) leave(src string) {
 	ev, ok := es.live[src]
 	if !ok {
 		return
 	}
 	if es.gone == nil {
-		es.gone = map[uint32]evidence{}
+		es.gone = map[string]evidence{}
 	}
 	es.gone[src] = ev
 	delete(es.live, src)
 }
 
 // sortedEvidence lists the evidence of the given maps (no source is in two).
-func sortedEvidence(strs *interner, ms ...map[uint32]evidence) []Evidence {
+func sortedEvidence(ms ...map[string]evidence) []Evidence {
 	n := 0
 	for _, m := range ms {
 		n += len(m)
@@ -975,7 +882,7 @@ func sortedEvidence(strs *interner, ms ...map[uint32]evidence) []Evidence {
 	out := make([]Evidence, 0, n)
 	for _, m := range ms {
 		for src, ev := range m {
-			out = append(out, strs.expand(src, ev))
+			out = append(out, ev.expand(src))
 		}
 	}
 	slices.SortFunc(out, compareEvidence)
@@ -990,13 +897,13 @@ func compareEvidence(a, b Evidence) int {
 // firstEvidence is the first pieces of sortedEvidence, at most first of
 // them, found without building and sorting the rest, and how many there
 // are in all: an edge between two shared entities has hundreds.
-func firstEvidence(strs *interner, first int, ms ...map[uint32]evidence) ([]Evidence, int) {
+func firstEvidence(first int, ms ...map[string]evidence) ([]Evidence, int) {
 	out := make([]Evidence, 0, first)
 	n := 0
 	for _, m := range ms {
 		for src, ev := range m {
 			n++
-			e := strs.expand(src, ev)
+			e := ev.expand(src)
 			if len(out) == first && compareEvidence(e, out[first-1]) >= 0 {
 				continue
 			}
@@ -1037,9 +944,12 @@ func (g *Graph) allEdges() []Edge {
 	r := g.reader()
 	defer r.done()
 	var out []Edge
-	for k, es := range g.edges {
-		out = append(out, g.current(k, es, r))
-	}
+	g.live.edges.each(r, "", func(key string, es *edgeState) bool {
+		if k, ok := parseEdgeKey(key); ok {
+			out = append(out, g.current(k, es, r))
+		}
+		return true
+	})
 	r.allClosed(func(e Edge) { out = append(out, e) })
 	sortEdges(out)
 	return out
@@ -1058,30 +968,20 @@ func sortEdges(es []Edge) {
 	})
 }
 
-// export is n as a Node; r reads its commit sources.
-func (n *nodeState) export(r *reader) Node { return n.exportWith(n.sortedRefs(r)) }
+// export is n as a Node; r reads its refs.
+func (g *Graph) export(n *nodeState, r *reader) Node { return n.exportWith(g.sortedRefsOf(n, r)) }
 
 // exportWith is n as a Node with refs, n's refs sorted.
 func (n *nodeState) exportWith(refs []string) Node {
-	out := Node{ID: n.id, Type: n.typ, Label: n.label, LastUpdated: n.updated, Refs: refs}
-	for a := range n.aliases {
-		out.Aliases = append(out.Aliases, a)
-	}
-	sort.Strings(out.Aliases)
-	return out
+	return Node{ID: n.id, Type: n.typ, Label: n.label, LastUpdated: n.updated, Refs: refs, Aliases: slices.Clone(n.aliases)}
 }
 
-// sortedRefs lists n's refs, sorted; r reads its commit sources.
-func (n *nodeState) sortedRefs(r *reader) []string {
-	var refs []string
-	for ref := range n.refs {
-		refs = append(refs, ref)
-	}
+// sortedRefsOf lists n's refs, sorted: its files and its commit sources.
+func (g *Graph) sortedRefsOf(n *nodeState, r *reader) []string {
+	refs := g.live.refs.members(r, n.id)
 	if n.commitRefs {
 		refs = append(refs, r.nodeRefs(n)...)
-	}
-	sort.Strings(refs)
-	if n.commitRefs {
+		sort.Strings(refs)
 		// A source given twice (a replayed commit without a sha) is
 		// one ref.
 		refs = slices.Compact(refs)
@@ -1105,15 +1005,15 @@ func (g *Graph) Node(id string, at time.Time) (Node, []Edge, bool) {
 
 // NodeAt is Node as of a point in commit order (zero: now).
 func (g *Graph) NodeAt(id string, at Point) (Node, []Edge, bool) {
-	n := g.nodes[EntityID(id)]
+	r := g.reader()
+	defer r.done()
+	n := g.live.nodes.get(r, EntityID(id))
 	if n == nil || !n.existsAt(at) {
 		return Node{}, nil, false
 	}
-	r := g.reader()
-	defer r.done()
 	es := g.edgesOf(n.id, at, nil, r)
 	sortEdges(es)
-	return n.export(r), es, true
+	return g.export(n, r), es, true
 }
 
 // NodePage is NodeAt with the edges cut to a page: of the node's edges in
@@ -1144,12 +1044,12 @@ func (g *Graph) NodePage(id string, at Point, skip, limit, maxEvidence int, visi
 
 // nodePage is NodePage, built.
 func (g *Graph) nodePage(id string, at Point, skip, limit, maxEvidence int, visible func(Edge) bool) (n Node, page []Edge, total int, ok bool) {
-	ns := g.nodes[EntityID(id)]
+	r := g.reader()
+	defer r.done()
+	ns := g.live.nodes.get(r, EntityID(id))
 	if ns == nil || !ns.existsAt(at) {
 		return Node{}, nil, 0, false
 	}
-	r := g.reader()
-	defer r.done()
 	take := func(e Edge) {
 		if visible != nil && !visible(e) {
 			return
@@ -1169,20 +1069,22 @@ func (g *Graph) nodePage(id string, at Point, skip, limit, maxEvidence int, visi
 	}
 	// Now, every indexed edge is open, and one interval of its key, so
 	// the key orders it.
-	adj := g.adj[ns.id]
-	sorted := g.sortedAdj.get(ns.id, len(adj), func() []edgeKey { return slices.Clone(adj) }, compareKeys)
+	sorted := g.sortedAdj.get(ns.id, ns.adjCount, func() []edgeKey { return g.adjKeys(r, ns.id) }, compareKeys)
 	for _, k := range sorted {
 		if visible == nil && (total < skip || len(page) == limit) {
 			total++ // counted without building its evidence
 			continue
 		}
-		es := g.edges[k]
+		es := g.live.edges.get(r, k.String())
+		if es == nil {
+			continue // only if the disk failed: Err tells
+		}
 		if visible != nil || maxEvidence <= 0 || es.commitRefs {
 			take(g.current(k, es, r))
 			continue
 		}
 		e := Edge{From: k.from, To: k.to, Relation: k.rel, ValidFrom: es.from, FromOrd: es.fromOrd}
-		if e.Evidence, e.Total = firstEvidence(g.strs, maxEvidence, es.live, es.gone); e.Total <= maxEvidence {
+		if e.Evidence, e.Total = firstEvidence(maxEvidence, es.live, es.gone); e.Total <= maxEvidence {
 			e.Total = 0 // nothing was cut
 		}
 		take(e)
@@ -1195,11 +1097,11 @@ func (g *Graph) nodePage(id string, at Point, skip, limit, maxEvidence int, visi
 // (applyCommitSource drops the kept list), so a node that has any is
 // always looked up: their number is not known without reading them.
 func (g *Graph) exportNode(n *nodeState, r *reader) Node {
-	known := len(n.refs)
+	known := n.refCount
 	if n.commitRefs {
 		known = max(known, sortedMinItems)
 	}
-	refs := g.sortedRefs.get(n.id, known, func() []string { return n.sortedRefs(r) }, strings.Compare)
+	refs := g.sortedRefs.get(n.id, known, func() []string { return g.sortedRefsOf(n, r) }, strings.Compare)
 	return n.exportWith(slices.Clone(refs))
 }
 
@@ -1220,37 +1122,31 @@ func (g *Graph) NodesPage(f NodeFilter, after string, limit int, keep func(Node)
 	if at.IsNow() {
 		at = AtTime(f.At)
 	}
-	var match []*nodeState
-	for _, n := range g.nodes {
-		if n.id <= after || f.Type != "" && n.typ != f.Type || !n.existsAt(at) {
-			continue
-		}
-		if q != "" && !n.matches(q) {
-			continue
-		}
-		match = append(match, n)
-	}
-	slices.SortFunc(match, func(a, b *nodeState) int { return strings.Compare(a.id, b.id) })
 	r := g.reader()
 	defer r.done()
-	for _, n := range match {
-		e := n.export(r)
+	g.live.nodes.each(r, after, func(_ string, n *nodeState) bool {
+		if f.Type != "" && n.typ != f.Type || !n.existsAt(at) || q != "" && !n.matches(q) {
+			return true
+		}
+		e := g.export(n, r)
 		if keep != nil && !keep(e) {
-			continue
+			return true
 		}
 		if limit > 0 && len(page) == limit {
-			return page, true
+			more = true
+			return false
 		}
 		page = append(page, e)
-	}
-	return page, false
+		return true
+	})
+	return page, more
 }
 
 func (n *nodeState) matches(q string) bool {
 	if strings.Contains(n.id, q) || strings.Contains(Slug(n.label), q) {
 		return true
 	}
-	for a := range n.aliases {
+	for _, a := range n.aliases {
 		if strings.Contains(Slug(a), q) {
 			return true
 		}
@@ -1275,16 +1171,16 @@ func (g *Graph) Neighbors(id string, depth int, relations []string, at time.Time
 // NeighborsAt is Neighbors as of a point in commit order (zero: now).
 func (g *Graph) NeighborsAt(id string, depth int, relations []string, at Point) ([]Node, []Edge) {
 	start := EntityID(id)
-	if n := g.nodes[start]; n == nil || !n.existsAt(at) {
+	r := g.reader()
+	defer r.done()
+	if n := g.live.nodes.get(r, start); n == nil || !n.existsAt(at) {
 		return nil, nil
 	}
 	depth = max(1, min(depth, MaxDepth))
 	allow := map[string]bool{}
-	for _, r := range relations {
-		allow[r] = true
+	for _, rel := range relations {
+		allow[rel] = true
 	}
-	r := g.reader()
-	defer r.done()
 	seen := map[string]bool{start: true}
 	type ekey struct {
 		k    edgeKey
@@ -1318,7 +1214,9 @@ func (g *Graph) NeighborsAt(id string, depth int, relations []string, at Point) 
 	var nodes []Node
 	for nid := range seen {
 		if nid != start {
-			nodes = append(nodes, g.nodes[nid].export(r))
+			if n := g.live.nodes.get(r, nid); n != nil {
+				nodes = append(nodes, g.export(n, r))
+			}
 		}
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
@@ -1353,8 +1251,10 @@ func (g *Graph) Dump() string {
 		}
 		return fmt.Sprintf("%s#%d", ts(t), ord)
 	}
+	r := g.reader()
+	defer r.done()
 	for _, n := range g.Nodes(NodeFilter{}) {
-		ns := g.nodes[n.ID]
+		ns := g.live.nodes.get(r, n.ID)
 		fmt.Fprintf(&b, "node %s type=%s label=%q aliases=%q refs=%q first=%s updated=%s\n",
 			n.ID, n.Type, n.Label, n.Aliases, n.Refs, pos(ns.firstSeen, ns.firstOrd), ts(n.LastUpdated))
 	}
@@ -1366,8 +1266,6 @@ func (g *Graph) Dump() string {
 		b.WriteByte('\n')
 	}
 	history := map[string][]FactChange{}
-	r := g.reader()
-	defer r.done()
 	r.allFacts(func(fc FactChange) { history[fc.EntityID] = append(history[fc.EntityID], fc) })
 	for _, id := range sortedKeys(history) {
 		for _, h := range history[id] {

@@ -2,6 +2,8 @@ package temporalgraph
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -309,17 +311,29 @@ func TestKeepsNoSubstringOfItsInput(t *testing.T) {
 			require.False(t, inside(s), "%s %q points into an input", what, s)
 		}
 	}
-	for id, n := range g.nodes {
+	// What the graph holds in memory: the changes waiting for a flush.
+	for id, n := range g.live.nodes.dirty {
 		check("node", id, n.id, n.typ, n.label)
-		check("alias", keys(n.aliases)...)
-		check("ref", keys(n.refs)...)
+		check("alias", n.aliases...)
 	}
-	for k := range g.edges {
-		check("edge", k.from, k.to, k.rel)
+	for owner, m := range g.live.refs.dirty {
+		check("ref owner", owner)
+		check("ref", slices.Collect(maps.Keys(m))...)
 	}
-	check("evidence source or commit", g.strs.strs...)
-	for path, f := range g.files {
+	for k, es := range g.live.edges.dirty {
+		check("edge", k)
+		if es == nil {
+			continue // deleted
+		}
+		for src, ev := range es.live {
+			check("evidence source or commit", src, ev.commit)
+		}
+	}
+	for path, f := range g.live.files.dirty {
 		check("file", path)
+		if f == nil {
+			continue // deleted
+		}
 		for _, d := range f.decls {
 			check("decl", d.id, d.label, d.typ)
 		}
@@ -333,30 +347,6 @@ func TestKeepsNoSubstringOfItsInput(t *testing.T) {
 		for _, h := range hs {
 			check("change", h.EntityID, h.Change, h.File, h.Section, h.Text, h.Commit, h.ProposalID)
 		}
-	}
-}
-
-// Evidence is numbered by source and commit, and only sources and commits
-// that evidence names get a number: commits without links leave the
-// interner as it was, and one linking commit adds its file and its sha.
-func TestInternerHoldsOnlyWhatEvidenceNames(t *testing.T) {
-	g := New()
-	for i := range 1000 {
-		g.ApplyCommit(Commit{Sha: fmt.Sprintf("%040x", i), Time: at(i),
-			Files: map[string]*string{fmt.Sprintf("memory/a/runs/r%d.md", i): ptr("no links here\n")}})
-	}
-	require.Empty(t, g.strs.strs)
-	g.ApplyCommit(Commit{Sha: "linking", Time: at(1000), Files: map[string]*string{factsPath: ptr("- [[MinIO]] stores [[Snapshots]]\n")}})
-	require.ElementsMatch(t, []string{factsPath, "linking"}, g.strs.strs)
-	_, edges, ok := g.Node("minio", time.Time{})
-	require.True(t, ok)
-	var ev []Evidence
-	for _, e := range edges {
-		ev = append(ev, e.Evidence...)
-	}
-	require.NotEmpty(t, ev)
-	for _, e := range ev {
-		require.Equal(t, Evidence{File: factsPath, Commit: "linking", Line: e.Line}, e)
 	}
 }
 

@@ -196,7 +196,11 @@ func sameAnswers(t *testing.T, g *Graph, ref *refGraph, ps []Point) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	same("node ids", ids, sortedKeys(g.nodes))
+	var gids []string
+	for _, n := range g.Nodes(NodeFilter{}) {
+		gids = append(gids, n.ID)
+	}
+	same("node ids", ids, gids)
 	for _, p := range ps {
 		for _, id := range ids {
 			n, es, ok := g.NodeAt(id, p)
@@ -479,4 +483,59 @@ func TestFactsOfAnIDThatIsNoNode(t *testing.T) {
 	require.NoError(t, back.flush())
 	require.Equal(t, want, back.History("ghost"))
 	require.Equal(t, g.Dump(), back.Dump())
+}
+
+// growingCommit is commit i of a repo whose live state only grows, as a
+// team's memory does: 50 agents, each commit adding one agent a decision
+// file that names three entities never seen before and links them to a
+// few shared ones (new nodes, new open edges, a new file's contribution,
+// refs of the shared entities), with Entity-Refs.
+func growingCommit(i int) Commit {
+	agent := fmt.Sprintf("agent-%02d", i%50)
+	content := fmt.Sprintf("# Decision %d\n\n- [[Topic %d]] depends on [[Vendor %d]] and [[Shared %d]]\n- [[Person %d]] owns [[Topic %d]] with [[Shared %d]]\n",
+		i, i, i, i%20, i, i, (i+7)%20)
+	return Commit{Sha: fmt.Sprintf("%040x", i), Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second),
+		AgentID: agent, ProposalID: fmt.Sprintf("proposal-%d", i), EntityRefs: []string{fmt.Sprintf("Shared %d", i%20)},
+		Files: map[string]*string{fmt.Sprintf("memory/%s/notes/decision-%d.md", agent, i): &content}}
+}
+
+// The live state is on disk too (issue #30): nodes, open edges and what
+// each file contributes. From N to 2N commits that each add new entities,
+// edges and a file, the graph doubles but its heap grows by less than a
+// small bound, where the in-memory graph grows with every entity.
+func TestHeapBoundedAsLiveStateGrows(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("builds 16,000 commits; the race detector's allocations would be measured")
+	}
+	const n = 4000
+	grow := func(apply func(Commit)) (atN, at2N uint64) {
+		base := heapAfterGC()
+		for i := range n {
+			apply(growingCommit(i))
+		}
+		atN = heapAfterGC() - base
+		for i := n; i < 2*n; i++ {
+			apply(growingCommit(i))
+		}
+		return atN, heapAfterGC() - base
+	}
+	g := NewIn(t.TempDir())
+	defer func() { _ = g.Close() }()
+	atN, at2N := grow(g.ApplyCommit)
+	require.NoError(t, g.Err())
+	sz := g.Size()
+	ref := newRef()
+	refN, ref2N := grow(ref.ApplyCommit)
+	runtime.KeepAlive(g)
+	runtime.KeepAlive(ref)
+	mb := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	t.Logf("live state: %d nodes, %d edges after %d commits", sz.Nodes, sz.Edges, 2*n)
+	t.Logf("graph on disk: heap %.2f MB at %d commits, %.2f MB at %d (%+.0f B/commit)",
+		mb(atN), n, mb(at2N), 2*n, (float64(at2N)-float64(atN))/n)
+	t.Logf("in-memory graph: heap %.2f MB at %d commits, %.2f MB at %d (%+.0f B/commit)",
+		mb(refN), n, mb(ref2N), 2*n, (float64(ref2N)-float64(refN))/n)
+	require.Greater(t, sz.Nodes, 3*2*n, "the live state grew")
+	const bound = 2 << 20 // what waits for a flush, and the hot set
+	require.Less(t, int64(at2N)-int64(atN), int64(bound), "the heap grew with the live state")
+	require.Greater(t, ref2N-refN, 4*uint64(bound), "the reference does grow: the test measures something")
 }

@@ -141,21 +141,20 @@ func TestNodePageFollowsChangesOfABigNode(t *testing.T) {
 
 // firstEvidence is sortedEvidence's first pieces, whatever the maps hold.
 func TestFirstEvidenceIsTheSortedFirst(t *testing.T) {
-	strs := newInterner()
 	for round := range 200 {
-		live, gone := map[uint32]evidence{}, map[uint32]evidence{}
+		live, gone := map[string]evidence{}, map[string]evidence{}
 		for i := range round % 60 {
-			src := strs.id(fmt.Sprintf("memory/agent-%02d/facts.md", (i*7+round)%50))
-			ev := evidence{commit: strs.id(fmt.Sprintf("c%d", i%3)), line: int32(i % 5)}
+			src := fmt.Sprintf("memory/agent-%02d/facts.md", (i*7+round)%50)
+			ev := evidence{commit: fmt.Sprintf("c%d", i%3), line: int32(i % 5)}
 			if i%4 == 0 {
 				gone[src] = ev
 			} else {
 				live[src] = ev
 			}
 		}
-		all := sortedEvidence(strs, live, gone)
+		all := sortedEvidence(live, gone)
 		for _, max := range []int{1, 3, 20, 100} {
-			first, n := firstEvidence(strs, max, live, gone)
+			first, n := firstEvidence(max, live, gone)
 			require.Equal(t, len(all), n)
 			if len(all) == 0 {
 				require.Empty(t, first)

@@ -96,43 +96,27 @@ const snapshotVersion = 5
 // decoding hold beyond the graph itself.
 const snapChunkSize = 1024
 
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func set(ks []string) map[string]bool {
-	m := make(map[string]bool, len(ks))
-	for _, k := range ks {
-		m[k] = true
-	}
-	return m
-}
-
 // evidenceMap is an edge's evidence map as snapshots store it, by file
 // (nil for nil).
-func (g *Graph) evidenceMap(m map[uint32]evidence) map[string]Evidence {
+func evidenceMap(m map[string]evidence) map[string]Evidence {
 	if m == nil {
 		return nil
 	}
 	out := make(map[string]Evidence, len(m))
 	for src, ev := range m {
-		out[g.strs.str(src)] = g.strs.expand(src, ev)
+		out[src] = ev.expand(src)
 	}
 	return out
 }
 
-// evidenceIDs is the inverse of evidenceMap.
-func (g *Graph) evidenceIDs(m map[string]Evidence) map[uint32]evidence {
+// evidenceOf is the inverse of evidenceMap.
+func evidenceOf(m map[string]Evidence) map[string]evidence {
 	if m == nil {
 		return nil
 	}
-	out := make(map[uint32]evidence, len(m))
+	out := make(map[string]evidence, len(m))
 	for f, ev := range m {
-		out[g.strs.id(f)] = evidence{commit: g.strs.id(ev.Commit), line: int32(ev.Line)}
+		out[f] = evidence{commit: ev.Commit, line: int32(ev.Line)}
 	}
 	return out
 }
@@ -155,17 +139,20 @@ func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
 			c, items = snapChunk{}, 0
 		}
 	}
-	for _, n := range g.nodes {
+	g.live.nodes.each(r, "", func(_ string, n *nodeState) bool {
 		c.Nodes = append(c.Nodes, snapNode{ID: n.id, Typ: n.typ, Label: n.label, LabelSet: n.labelSet, CommitRefs: n.commitRefs,
-			Aliases: keys(n.aliases), Refs: keys(n.refs), FirstSeen: n.firstSeen, Updated: n.updated, FirstOrd: n.firstOrd})
+			Aliases: n.aliases, Refs: g.live.refs.members(r, n.id), FirstSeen: n.firstSeen, Updated: n.updated, FirstOrd: n.firstOrd})
 		added()
-	}
-	for k, e := range g.edges {
+		return err == nil
+	})
+	g.live.edges.each(r, "", func(key string, e *edgeState) bool {
+		k, _ := parseEdgeKey(key)
 		c.Edges = append(c.Edges, snapEdge{From: k.from, To: k.to, Rel: k.rel, CommitRefs: e.commitRefs,
-			Since: e.from, SinceOrd: e.fromOrd, Live: g.evidenceMap(e.live), Gone: g.evidenceMap(e.gone)})
+			Since: e.from, SinceOrd: e.fromOrd, Live: evidenceMap(e.live), Gone: evidenceMap(e.gone)})
 		added()
-	}
-	for path, f := range g.files {
+		return err == nil
+	})
+	g.live.files.each(r, "", func(path string, f *fileState) bool {
 		sf := snapFile{Path: path, Nodes: f.nodes}
 		for _, e := range f.edges {
 			sf.Edges = append(sf.Edges, snapFileEdge{From: e.key.from, To: e.key.to, Rel: e.key.rel, Line: e.line})
@@ -175,7 +162,8 @@ func (g *Graph) EncodeSnapshot(enc *gob.Encoder) error {
 		}
 		c.Files = append(c.Files, sf)
 		added()
-	}
+		return err == nil
+	})
 	r.allFacts(func(fc FactChange) { c.Facts = append(c.Facts, fc); added() })
 	r.allClosed(func(e Edge) { c.Closed = append(c.Closed, e); added() })
 	r.allEdgeRefs(func(k edgeKey, ref edgeRef) {
@@ -213,25 +201,34 @@ func DecodeSnapshotIn(dec *gob.Decoder, dir string) (_ *Graph, err error) {
 			_ = g.Close()
 		}
 	}()
+	defer g.endWrite() // before Close: a read left open would keep it waiting
 	g.lastTime, g.lastSha, g.ord = h.LastTime, h.LastSha, h.Ord
 	for {
 		var c snapChunk
 		if err := dec.Decode(&c); err != nil {
 			return nil, fmt.Errorf("temporalgraph: snapshot: %w", err)
 		}
+		w := g.writer()
 		for _, n := range c.Nodes {
-			g.nodes[n.ID] = &nodeState{id: n.ID, typ: n.Typ, label: n.Label, labelSet: n.LabelSet, commitRefs: n.CommitRefs,
-				aliases: set(n.Aliases), refs: set(n.Refs), firstSeen: n.FirstSeen, firstOrd: n.FirstOrd, updated: n.Updated}
+			if g.live.nodes.get(w, n.ID) == nil {
+				g.nodeCount++
+			}
+			g.live.nodes.put(n.ID, &nodeState{id: n.ID, typ: n.Typ, label: n.Label, labelSet: n.LabelSet, commitRefs: n.CommitRefs,
+				aliases: slices.Sorted(slices.Values(n.Aliases)), refCount: len(n.Refs), firstSeen: n.FirstSeen, firstOrd: n.FirstOrd, updated: n.Updated})
+			for _, ref := range n.Refs {
+				g.live.refs.add(n.ID, ref)
+			}
 		}
 		for _, e := range c.Edges {
-			live := g.evidenceIDs(e.Live)
-			if live == nil {
-				live = map[uint32]evidence{}
+			k := edgeKey{e.From, e.To, e.Rel}
+			if g.live.nodes.get(w, k.from) == nil || g.live.nodes.get(w, k.to) == nil || g.live.edges.get(w, k.String()) != nil {
+				return nil, fmt.Errorf("temporalgraph: snapshot: an open edge of an unknown node, or twice")
 			}
-			k := edgeKey{g.id(e.From), g.id(e.To), e.Rel}
-			es := &edgeState{open: true, commitRefs: e.CommitRefs, from: e.Since, fromOrd: e.SinceOrd, live: live, gone: g.evidenceIDs(e.Gone)}
-			g.edges[k] = es
-			g.indexEdge(k, es)
+			es := g.newEdge(k)
+			*es = edgeState{open: true, commitRefs: e.CommitRefs, from: e.Since, fromOrd: e.SinceOrd, live: evidenceOf(e.Live), gone: evidenceOf(e.Gone)}
+			if es.live == nil {
+				es.live = map[string]evidence{}
+			}
 		}
 		for _, f := range c.Files {
 			fs := &fileState{nodes: slices.Sorted(slices.Values(f.Nodes))}
@@ -242,8 +239,7 @@ func DecodeSnapshotIn(dec *gob.Decoder, dir string) (_ *Graph, err error) {
 			for _, ft := range f.Facts {
 				fs.facts = append(fs.facts, fact{section: ft.Section, text: ft.Text, line: ft.Line, ids: ft.IDs})
 			}
-			g.intern(fs)
-			g.files[f.Path] = fs
+			g.live.files.put(f.Path, fs)
 		}
 		// Intervals and commit sources name nodes, commit evidence open
 		// edges that have some, all of which came before them in the
@@ -253,33 +249,30 @@ func DecodeSnapshotIn(dec *gob.Decoder, dir string) (_ *Graph, err error) {
 			return fmt.Errorf("temporalgraph: snapshot: %s of an unknown node or edge", what)
 		}
 		for _, fc := range c.Facts {
-			fc.EntityID = g.id(fc.EntityID)
 			g.addFact(fc)
 		}
 		for _, e := range c.Closed {
-			if g.nodes[e.From] == nil || g.nodes[e.To] == nil {
+			if g.live.nodes.get(w, e.From) == nil || g.live.nodes.get(w, e.To) == nil {
 				return nil, bad("a closed interval")
 			}
-			e.From, e.To = g.id(e.From), g.id(e.To)
 			g.addClosed(e)
 		}
 		for _, r := range c.EdgeRefs {
-			k := edgeKey{g.id(r.From), g.id(r.To), r.Rel}
-			if es := g.edges[k]; es == nil || !es.commitRefs {
+			k := edgeKey{r.From, r.To, r.Rel}
+			if es := g.live.edges.get(w, k.String()); es == nil || !es.commitRefs {
 				return nil, bad("commit evidence")
 			}
 			g.pendEdgeRefs[k] = append(g.pendEdgeRefs[k], edgeRef{r.Evidence, r.Time})
 			g.pending++
 		}
 		for _, r := range c.NodeRefs {
-			if n := g.nodes[r.ID]; n == nil || !n.commitRefs {
+			if n := g.live.nodes.get(w, r.ID); n == nil || !n.commitRefs {
 				return nil, bad("a commit source")
 			}
-			id := g.id(r.ID)
-			g.pendNodeRefs[id] = append(g.pendNodeRefs[id], r.Source)
+			g.pendNodeRefs[r.ID] = append(g.pendNodeRefs[r.ID], r.Source)
 			g.pending++
 		}
-		if g.pending >= g.flushAt {
+		if g.flushDue() {
 			if err := g.flush(); err != nil {
 				return nil, err
 			}

@@ -45,12 +45,12 @@ type refEdgeState struct {
 	// fromOrd is the opening commit's Point.Ord (it fits beside open).
 	fromOrd uint32
 	from    time.Time
-	live    map[uint32]evidence // sources supporting the edge now, by source id
+	live    map[uint32]refEvidence // sources supporting the edge now, by source id
 	// gone holds the sources that supported the edge earlier in the current
 	// interval and left it (nil when none): the interval's evidence is live
 	// and gone together. Keeping only the departed ones, not a second copy
 	// of live, halves the evidence an open edge holds.
-	gone map[uint32]evidence
+	gone map[uint32]refEvidence
 }
 
 // refInterner numbers the source paths and commit shas evidence names.
@@ -81,7 +81,7 @@ func (in *refInterner) lookup(s string) (uint32, bool) {
 func (in *refInterner) str(id uint32) string { return in.strs[id] }
 
 // expand returns ev, the evidence of source src, with its strings.
-func (in *refInterner) expand(src uint32, ev evidence) Evidence {
+func (in *refInterner) expand(src uint32, ev refEvidence) Evidence {
 	return Evidence{File: in.str(src), Commit: in.str(ev.commit), Line: int(ev.line)}
 }
 
@@ -266,7 +266,7 @@ func (g *refGraph) ApplyCommit(c Commit) {
 			if es == nil {
 				// Keys share the nodes' id strings.
 				k = edgeKey{g.nodes[k.from].id, g.nodes[k.to].id, k.rel}
-				es = &refEdgeState{live: map[uint32]evidence{}}
+				es = &refEdgeState{live: map[uint32]refEvidence{}}
 				g.edges[k] = es
 				g.indexEdge(k)
 			}
@@ -277,7 +277,7 @@ func (g *refGraph) ApplyCommit(c Commit) {
 			if had {
 				ev.line = int32(line)
 			} else {
-				ev = evidence{commit: g.strs.id(c.Sha), line: int32(line)}
+				ev = refEvidence{commit: g.strs.id(c.Sha), line: int32(line)}
 			}
 			es.live[src] = ev
 			delete(es.gone, src)
@@ -416,14 +416,14 @@ func (es *refEdgeState) leave(src uint32) {
 		return
 	}
 	if es.gone == nil {
-		es.gone = map[uint32]evidence{}
+		es.gone = map[uint32]refEvidence{}
 	}
 	es.gone[src] = ev
 	delete(es.live, src)
 }
 
 // refSortedEvidence lists the evidence of the given maps (no source is in two).
-func refSortedEvidence(strs *refInterner, ms ...map[uint32]evidence) []Evidence {
+func refSortedEvidence(strs *refInterner, ms ...map[uint32]refEvidence) []Evidence {
 	n := 0
 	for _, m := range ms {
 		n += len(m)
@@ -634,3 +634,10 @@ func (g *refGraph) Dump() string {
 
 // Equal reports whether g and other hold the same graph (same Dump).
 func (g *refGraph) Equal(other *refGraph) bool { return g.Dump() == other.Dump() }
+
+// refEvidence is an Evidence kept in an edge's maps, keyed by its source's
+// id.
+type refEvidence struct {
+	commit uint32 // id of the commit's sha
+	line   int32
+}

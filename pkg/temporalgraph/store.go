@@ -55,6 +55,17 @@ var bucketBlocks = []byte("blocks")
 // commits or so.
 const flushRecords = 4096
 
+// liveFlushFactor is how many more changes of the live state than records
+// of history wait for a flush: a commit changes the same nodes and edges
+// as the last ones did, so the changes grow far slower than the commits,
+// and each flush rewrites every page they touch.
+const liveFlushFactor = 16
+
+// flushDue reports whether what waits in memory is due to be written.
+func (g *Graph) flushDue() bool {
+	return g.pending >= g.flushAt || g.live.dirty() >= liveFlushFactor*g.flushAt
+}
+
 // Kinds of block: records of fact changes, closed intervals, commit
 // evidence of an edge, commit sources of a node.
 const (
@@ -117,8 +128,12 @@ func (s *store) open() (*bolt.DB, error) {
 		NoSync: true, NoGrowSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err == nil {
 		err = db.Update(func(tx *bolt.Tx) error {
-			_, err := tx.CreateBucket(bucketBlocks)
-			return err
+			for _, name := range [][]byte{bucketBlocks, bucketNodes, bucketEdges, bucketFiles, bucketRefs, bucketAdj} {
+				if _, err := tx.CreateBucket(name); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			_ = db.Close()
@@ -264,7 +279,7 @@ func (r *reader) corrupt(bucket []byte) {
 // node, or for an id that is none (not expected: a fact's links are
 // declared), a holder of its own.
 func (g *Graph) factOwner(id string) *nodeState {
-	if n := g.nodes[id]; n != nil {
+	if n := g.live.nodes.edit(g.writer(), id); n != nil {
 		return n
 	}
 	n := g.orphans[id]
@@ -279,7 +294,7 @@ func (g *Graph) factOwner(id string) *nodeState {
 // is lost: the records stay in memory, queries still see them, and the next
 // commit tries again.
 func (g *Graph) flush() error {
-	if g.pending == 0 {
+	if g.pending == 0 && g.live.dirty() == 0 {
 		return nil
 	}
 	db, err := g.disk.open()
@@ -287,15 +302,39 @@ func (g *Graph) flush() error {
 		g.disk.fail(err)
 		return err
 	}
+	// The owners of the chains that grow are changed (their newest
+	// block): read them now, for no read may begin inside the write.
+	for id := range g.history {
+		g.factOwner(id)
+	}
+	for id := range g.pendClosed {
+		g.live.nodes.edit(g.writer(), id)
+	}
+	for id := range g.pendNodeRefs {
+		g.live.nodes.edit(g.writer(), id)
+	}
+	for k := range g.pendEdgeRefs {
+		g.live.edges.edit(g.writer(), k.String())
+	}
+	g.endWrite()
+	// node is an owner read above, or (fact changes only) an orphan.
+	node := func(id string) *nodeState {
+		if n := g.live.nodes.dirty[id]; n != nil {
+			return n
+		}
+		return g.orphans[id]
+	}
 	seq := g.disk.seq
-	// The nodes' chains move to the new blocks once they are committed.
+	// The owners' chains move to the new blocks in the transaction, and
+	// back if it fails.
 	type head struct {
-		of   *uint64 // the owner's newest block
-		seq  uint64
-		upTo *Point // a closed chain's upTo (nil: another chain)
-		to   Point
+		of        *uint64 // the owner's newest block
+		seq, was  uint64
+		upTo      *Point // a closed chain's upTo (nil: another chain)
+		to, upWas Point
 	}
 	var heads []head
+	moved := false
 	err = db.Update(func(tx *bolt.Tx) error {
 		blocks := tx.Bucket(bucketBlocks)
 		blocks.FillPercent = 1 // appended in order: pages split full
@@ -310,7 +349,7 @@ func (g *Graph) flush() error {
 			if len(g.history[id]) == 0 {
 				continue
 			}
-			n := g.factOwner(id)
+			n := node(id)
 			block = appendBlockHeader(block[:0], blockHeader{kind: blockFacts, prev: n.factBlock}, id)
 			for _, fc := range g.history[id] {
 				tmp = appendFact(tmp[:0], fc)
@@ -324,7 +363,7 @@ func (g *Graph) flush() error {
 			if len(g.pendClosed[id]) == 0 {
 				continue
 			}
-			n := g.nodes[id]
+			n := node(id)
 			// upTo: the last position that closed an interval of the
 			// chain, so a query as of a point stops at the first block
 			// all closed by it.
@@ -346,7 +385,7 @@ func (g *Graph) flush() error {
 			heads[len(heads)-1].upTo, heads[len(heads)-1].to = &n.closedUpTo, h.upTo
 		}
 		for k, refs := range g.pendEdgeRefs {
-			es := g.edges[k] // open: commit evidence keeps it so
+			es := g.live.edges.dirty[k.String()] // open: commit evidence keeps it so
 			h := blockHeader{kind: blockEdgeRefs, prev: es.refsBlock}
 			if prev, ok := readBlockHeader(blocks.Get(binary.BigEndian.AppendUint64(nil, es.refsBlock))); ok {
 				h.upTo = prev.upTo // the newest commit time of the chain
@@ -366,7 +405,7 @@ func (g *Graph) flush() error {
 			}
 		}
 		for id, srcs := range g.pendNodeRefs {
-			n := g.nodes[id]
+			n := node(id)
 			block = appendBlockHeader(block[:0], blockHeader{kind: blockNodeRefs, prev: n.refsBlock}, id)
 			for _, src := range srcs {
 				block = appendRecord(block, []byte(src))
@@ -375,20 +414,37 @@ func (g *Graph) flush() error {
 				return err
 			}
 		}
-		return nil
+		// The owners, written with the rest of the live state, name
+		// their new blocks.
+		moved = true
+		for i, h := range heads {
+			heads[i].was, *h.of = *h.of, h.seq
+			if h.upTo != nil {
+				heads[i].upWas, *h.upTo = *h.upTo, h.to
+			}
+		}
+		return g.live.write(func(bucket, k, v []byte) error {
+			if v == nil {
+				return tx.Bucket(bucket).Delete(k)
+			}
+			return tx.Bucket(bucket).Put(k, v)
+		})
 	})
 	if err != nil {
+		if moved {
+			for _, h := range slices.Backward(heads) {
+				*h.of = h.was
+				if h.upTo != nil {
+					*h.upTo = h.upWas
+				}
+			}
+		}
 		err = fmt.Errorf("temporalgraph: history store: %w", err)
 		g.disk.fail(err)
 		return err
 	}
 	g.disk.seq = seq
-	for _, h := range heads {
-		*h.of = h.seq
-		if h.upTo != nil {
-			*h.upTo = h.to
-		}
-	}
+	g.live.written()
 	g.pending = 0
 	reuseLists(g.history, 2*g.flushAt)
 	reuseLists(g.pendClosed, 2*g.flushAt)
@@ -653,7 +709,7 @@ func (a *arena) each(f func(s string)) {
 // history reads id's fact changes: on disk, then those waiting in memory.
 func (r *reader) history(id string) []FactChange {
 	var chain [][]byte
-	if n := r.g.nodes[id]; n != nil {
+	if n := r.g.live.nodes.get(r, id); n != nil {
 		r.chain(n.factBlock, func(block []byte) bool { chain = append(chain, block); return true })
 	} else if n := r.g.orphans[id]; n != nil {
 		r.chain(n.factBlock, func(block []byte) bool { chain = append(chain, block); return true })
@@ -696,7 +752,7 @@ func (r *reader) closedOf(id string, p Point, allow map[string]bool, out []Edge)
 	// once one is).
 	skip := !p.IsNow() && !r.g.zeroClosed
 	var a arena
-	if n := r.g.nodes[id]; n != nil {
+	if n := r.g.live.nodes.get(r, id); n != nil {
 		r.chain(n.closedBlock, func(block []byte) bool {
 			h, _, recs, _ := splitBlock(block)
 			if skip && p.reached(h.upTo.Time, h.upTo.Ord) {

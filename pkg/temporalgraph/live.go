@@ -1,0 +1,486 @@
+package temporalgraph
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"strings"
+)
+
+// The graph's live state on disk (issue #30), beside its history in the
+// same bbolt file (store.go): the nodes, the open edges with their
+// evidence, what each file contributes now, and two sets per node — the
+// files naming it (refs) and the open edges touching it (adjacency). At
+// 10,000 agents that state was 800,000 nodes and 700,000 edges, most of a
+// read replica's heap; on disk the heap holds what changed since the last
+// flush and the hot set (sortedLists, pageCache).
+//
+// A table keeps its changes in memory (dirty) until the graph's next
+// flush writes them with the history in one transaction: a commit touches
+// the same hub entities again and again, and a transaction per commit
+// would write their pages each time. Between flushes a query sees the
+// dirty value over the one on disk. Only the writer (ApplyCommit, under
+// its caller's write lock) changes the dirty maps; queries run under the
+// read lock and only read them.
+var (
+	bucketNodes = []byte("nodes")
+	bucketEdges = []byte("edges")
+	bucketFiles = []byte("files")
+	bucketRefs  = []byte("refs")
+	bucketAdj   = []byte("adj")
+)
+
+// table is one kind of live state by key: values decoded from disk on
+// every get, or the dirty one.
+type table[V any] struct {
+	bucket []byte
+	dirty  map[string]*V // changed since the last flush; nil: deleted
+	// fresh are the dirty keys created since the last flush: not on disk,
+	// so deleting one again needs no write (an edge opened and closed
+	// between two flushes).
+	fresh  map[string]struct{}
+	encode func(b []byte, v *V) []byte
+	decode func(key string, d *dec) *V
+}
+
+func newTable[V any](bucket []byte, encode func([]byte, *V) []byte, decode func(string, *dec) *V) table[V] {
+	return table[V]{bucket: bucket, dirty: map[string]*V{}, fresh: map[string]struct{}{}, encode: encode, decode: decode}
+}
+
+// get returns k's value (nil: none). It may not be changed: edit is for
+// that.
+func (t *table[V]) get(r *reader, k string) *V {
+	if v, ok := t.dirty[k]; ok {
+		return v
+	}
+	b := r.bucket(t.bucket)
+	if b == nil {
+		return nil
+	}
+	val := b.Get([]byte(k))
+	if val == nil {
+		return nil
+	}
+	return t.decodeValue(r, k, val)
+}
+
+func (t *table[V]) decodeValue(r *reader, k string, val []byte) *V {
+	d := dec{s: string(val)}
+	v := t.decode(k, &d)
+	if d.bad || d.s != "" {
+		r.corrupt(t.bucket)
+		return nil
+	}
+	return v
+}
+
+// edit is get for the writer: the value returned may be changed and is
+// written at the next flush.
+func (t *table[V]) edit(r *reader, k string) *V {
+	if v, ok := t.dirty[k]; ok {
+		return v
+	}
+	v := t.get(r, k)
+	if v != nil {
+		t.dirty[k] = v
+	}
+	return v
+}
+
+// put sets k's value; create is put for a k known to be new.
+func (t *table[V]) put(k string, v *V) { t.dirty[k] = v }
+
+func (t *table[V]) create(k string, v *V) {
+	if _, deleted := t.dirty[k]; !deleted {
+		t.fresh[k] = struct{}{} // else it is on disk still
+	}
+	t.dirty[k] = v
+}
+
+func (t *table[V]) del(k string) {
+	if _, ok := t.fresh[k]; ok {
+		delete(t.fresh, k)
+		delete(t.dirty, k)
+		return
+	}
+	t.dirty[k] = nil
+}
+
+// each calls f with every key and value whose key sorts after `after`, in
+// key order, until f returns false.
+func (t *table[V]) each(r *reader, after string, f func(k string, v *V) bool) {
+	dirty := make([]string, 0, len(t.dirty))
+	for k := range t.dirty {
+		if k > after {
+			dirty = append(dirty, k)
+		}
+	}
+	slices.Sort(dirty)
+	emitDirty := func(upTo string, last bool) bool {
+		for len(dirty) > 0 && (last || dirty[0] < upTo) {
+			k := dirty[0]
+			dirty = dirty[1:]
+			if v := t.dirty[k]; v != nil && !f(k, v) {
+				return false
+			}
+		}
+		return true
+	}
+	if b := r.bucket(t.bucket); b != nil {
+		c := b.Cursor()
+		kb, val := c.Seek([]byte(after))
+		if kb != nil && string(kb) == after {
+			kb, val = c.Next()
+		}
+		for ; kb != nil; kb, val = c.Next() {
+			k := string(kb)
+			if !emitDirty(k, false) {
+				return
+			}
+			if _, changed := t.dirty[k]; changed {
+				continue
+			}
+			if v := t.decodeValue(r, k, val); v != nil && !f(k, v) {
+				return
+			}
+		}
+	}
+	emitDirty("", true)
+}
+
+// write puts the dirty values in their bucket (of a write transaction),
+// in key order: bbolt inserts in order at a fraction of the cost.
+func (t *table[V]) write(put func(bucket, k, v []byte) error) error {
+	var buf []byte
+	for _, k := range sortedKeys(t.dirty) {
+		v := t.dirty[k]
+		var val []byte // nil: delete
+		if v != nil {
+			buf = t.encode(buf[:0], v)
+			val = bytes.Clone(buf) // bbolt keeps values until the commit
+			if val == nil {
+				val = []byte{}
+			}
+		}
+		if err := put(t.bucket, []byte(k), val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setTable is a set of members per owner (a node's refs, its edges), one
+// key per member on disk (owner \0 member), so that a shared entity's
+// thousands change one key at a time. Members come back sorted. Callers
+// add only members that are not in the set and remove only those that
+// are, so a member added since the last flush and removed again was never
+// on disk.
+type setTable struct {
+	bucket []byte
+	dirty  map[string]map[string]setChange // owner → member → change
+	n      int                             // changes in dirty
+}
+
+// setChange is what became of a member since the last flush.
+type setChange uint8
+
+const (
+	removed  setChange = iota // on disk, to be deleted
+	readded                   // on disk, removed and added again
+	addedNew                  // not on disk
+)
+
+func newSetTable(bucket []byte) setTable {
+	return setTable{bucket: bucket, dirty: map[string]map[string]setChange{}}
+}
+
+func (s *setTable) changes(owner string) map[string]setChange {
+	m := s.dirty[owner]
+	if m == nil {
+		m = map[string]setChange{}
+		s.dirty[owner] = m
+	}
+	return m
+}
+
+func (s *setTable) add(owner, member string) {
+	m := s.changes(owner)
+	c, ok := m[member]
+	switch {
+	case !ok:
+		s.n++
+		m[member] = addedNew
+	case c == removed:
+		m[member] = readded
+	}
+}
+
+func (s *setTable) remove(owner, member string) {
+	m := s.changes(owner)
+	c, ok := m[member]
+	switch {
+	case !ok:
+		s.n++
+		m[member] = removed
+	case c == addedNew:
+		s.n--
+		delete(m, member) // it never reached the disk
+	default:
+		m[member] = removed
+	}
+}
+
+// members returns owner's members, sorted.
+func (s *setTable) members(r *reader, owner string) []string {
+	dirty := s.dirty[owner]
+	var out []string
+	prefix := owner + "\x00"
+	r.scan(s.bucket, []byte(prefix), nil, func(k, _ []byte) {
+		if m := string(k[len(prefix):]); dirty == nil {
+			out = append(out, m)
+		} else if _, changed := dirty[m]; !changed {
+			out = append(out, m)
+		}
+	})
+	n := len(out)
+	for m, c := range dirty {
+		if c != removed {
+			out = append(out, m)
+		}
+	}
+	if len(out) > n {
+		slices.Sort(out)
+	}
+	return out
+}
+
+// write puts the dirty members in their bucket (of a write transaction),
+// in key order.
+func (s *setTable) write(put func(bucket, k, v []byte) error) error {
+	for _, owner := range sortedKeys(s.dirty) {
+		m := s.dirty[owner]
+		for _, member := range sortedKeys(m) {
+			var v []byte // nil: delete
+			if m[member] != removed {
+				v = []byte{}
+			}
+			if err := put(s.bucket, []byte(owner+"\x00"+member), v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// live is the graph's live state.
+type live struct {
+	nodes table[nodeState]
+	edges table[edgeState]
+	files table[fileState]
+	refs  setTable // node id → the files naming it
+	adj   setTable // node id → the keys of its open edges (edgeKey.String)
+}
+
+func newLive() live {
+	return live{
+		nodes: newTable(bucketNodes, encodeNode, decodeNode),
+		edges: newTable(bucketEdges, encodeEdge, decodeEdgeState),
+		files: newTable(bucketFiles, encodeFile, decodeFile),
+		refs:  newSetTable(bucketRefs), adj: newSetTable(bucketAdj),
+	}
+}
+
+// dirty counts the changes waiting for a flush, to bound them.
+func (l *live) dirty() int {
+	return len(l.nodes.dirty) + len(l.edges.dirty) + len(l.files.dirty) + l.refs.n + l.adj.n
+}
+
+// write puts every change in its bucket (of a write transaction).
+func (l *live) write(put func(bucket, k, v []byte) error) error {
+	for _, w := range []func(func(bucket, k, v []byte) error) error{l.nodes.write, l.edges.write, l.files.write, l.refs.write, l.adj.write} {
+		if err := w(put); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// written forgets the changes once they are on disk.
+func (l *live) written() {
+	clear(l.nodes.dirty)
+	clear(l.edges.dirty)
+	clear(l.files.dirty)
+	clear(l.nodes.fresh)
+	clear(l.edges.fresh)
+	clear(l.files.fresh)
+	clear(l.refs.dirty)
+	clear(l.adj.dirty)
+	l.refs.n, l.adj.n = 0, 0
+}
+
+// String is the key's form on disk: its parts joined by \0 (ids and
+// relations hold none), which sorts as compareKeys does.
+func (k edgeKey) String() string { return k.from + "\x00" + k.to + "\x00" + k.rel }
+
+// parseEdgeKey is the inverse of edgeKey.String.
+func parseEdgeKey(s string) (edgeKey, bool) {
+	from, rest, ok1 := strings.Cut(s, "\x00")
+	to, rel, ok2 := strings.Cut(rest, "\x00")
+	return edgeKey{from, to, rel}, ok1 && ok2
+}
+
+// Encodings of the live state: strings as appendStr, times as appendTime,
+// numbers as uvarints.
+
+const (
+	flagLabelSet = 1 << iota
+	flagCommitRefs
+	flagOpen
+)
+
+func flag(b bool, f byte) byte {
+	if b {
+		return f
+	}
+	return 0
+}
+
+func appendPoint(b []byte, p Point) []byte {
+	return binary.AppendUvarint(appendTime(b, p.Time), uint64(p.Ord))
+}
+
+func (d *dec) point() Point { return AtCommit(d.time(), uint32(d.uint())) }
+
+func encodeNode(b []byte, n *nodeState) []byte {
+	b = append(b, flag(n.labelSet, flagLabelSet)|flag(n.commitRefs, flagCommitRefs))
+	b = appendStr(appendStr(b, n.typ), n.label)
+	for _, u := range []uint64{uint64(n.firstOrd), n.factBlock, n.closedBlock, n.refsBlock, uint64(n.refCount), uint64(n.adjCount)} {
+		b = binary.AppendUvarint(b, u)
+	}
+	b = appendPoint(b, n.closedUpTo)
+	b = appendTime(appendTime(b, n.firstSeen), n.updated)
+	b = binary.AppendUvarint(b, uint64(len(n.aliases)))
+	for _, a := range n.aliases {
+		b = appendStr(b, a)
+	}
+	return b
+}
+
+func decodeNode(id string, d *dec) *nodeState {
+	n := &nodeState{id: id}
+	flags := d.fixed(1)
+	if flags == "" {
+		return n
+	}
+	n.labelSet, n.commitRefs = flags[0]&flagLabelSet != 0, flags[0]&flagCommitRefs != 0
+	n.typ, n.label = d.str(), d.str()
+	n.firstOrd = uint32(d.uint())
+	n.factBlock, n.closedBlock, n.refsBlock = d.uint(), d.uint(), d.uint()
+	n.refCount, n.adjCount = int(d.uint()), int(d.uint())
+	n.closedUpTo = d.point()
+	n.firstSeen, n.updated = d.time(), d.time()
+	if k := d.uint(); k > 0 && k <= uint64(len(d.s)) {
+		n.aliases = make([]string, k)
+		for i := range n.aliases {
+			n.aliases[i] = d.str()
+		}
+	}
+	return n
+}
+
+func appendEvidenceMap(b []byte, m map[string]evidence) []byte {
+	b = binary.AppendUvarint(b, uint64(len(m)))
+	for src, ev := range m {
+		b = appendStr(appendStr(b, src), ev.commit)
+		b = binary.AppendVarint(b, int64(ev.line))
+	}
+	return b
+}
+
+func (d *dec) evidenceMap() map[string]evidence {
+	k := d.uint()
+	if k == 0 || k > uint64(len(d.s)) {
+		return nil
+	}
+	m := make(map[string]evidence, k)
+	for range k {
+		src, commit := d.str(), d.str()
+		m[src] = evidence{commit: commit, line: int32(d.int())}
+	}
+	return m
+}
+
+func encodeEdge(b []byte, es *edgeState) []byte {
+	b = append(b, flag(es.open, flagOpen)|flag(es.commitRefs, flagCommitRefs))
+	b = binary.AppendUvarint(binary.AppendUvarint(b, uint64(es.fromOrd)), es.refsBlock)
+	b = appendTime(b, es.from)
+	return appendEvidenceMap(appendEvidenceMap(b, es.live), es.gone)
+}
+
+func decodeEdgeState(_ string, d *dec) *edgeState {
+	es := &edgeState{}
+	flags := d.fixed(1)
+	if flags == "" {
+		return es
+	}
+	es.open, es.commitRefs = flags[0]&flagOpen != 0, flags[0]&flagCommitRefs != 0
+	es.fromOrd, es.refsBlock = uint32(d.uint()), d.uint()
+	es.from = d.time()
+	es.live, es.gone = d.evidenceMap(), d.evidenceMap()
+	if es.live == nil {
+		es.live = map[string]evidence{}
+	}
+	return es
+}
+
+func appendStrs(b []byte, ss []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	for _, s := range ss {
+		b = appendStr(b, s)
+	}
+	return b
+}
+
+func (d *dec) strs() []string {
+	k := d.uint()
+	if k == 0 || k > uint64(len(d.s)) {
+		return nil
+	}
+	out := make([]string, k)
+	for i := range out {
+		out[i] = d.str()
+	}
+	return out
+}
+
+func encodeFile(b []byte, f *fileState) []byte {
+	b = appendStrs(b, f.nodes)
+	b = binary.AppendUvarint(b, uint64(len(f.edges)))
+	for _, e := range f.edges {
+		b = appendStr(appendStr(appendStr(b, e.key.from), e.key.to), e.key.rel)
+		b = binary.AppendVarint(b, int64(e.line))
+	}
+	b = binary.AppendUvarint(b, uint64(len(f.facts)))
+	for _, ft := range f.facts {
+		b = appendStr(appendStr(b, ft.section), ft.text)
+		b = appendStrs(binary.AppendVarint(b, int64(ft.line)), ft.ids)
+	}
+	return b
+}
+
+func decodeFile(_ string, d *dec) *fileState {
+	f := &fileState{nodes: d.strs()}
+	if k := d.uint(); k > 0 && k <= uint64(len(d.s)) {
+		f.edges = make([]fileEdge, k)
+		for i := range f.edges {
+			f.edges[i] = fileEdge{edgeKey{d.str(), d.str(), d.str()}, int(d.int())}
+		}
+	}
+	if k := d.uint(); k > 0 && k <= uint64(len(d.s)) {
+		f.facts = make([]fact, k)
+		for i := range f.facts {
+			f.facts[i] = fact{section: d.str(), text: d.str(), line: int(d.int()), ids: d.strs()}
+		}
+	}
+	return f
+}
