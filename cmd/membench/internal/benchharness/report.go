@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -136,21 +137,29 @@ func (r *Report) budgets() []Budget {
 	for i := range r.Runs {
 		run := &r.Runs[i]
 		tag := fmt.Sprintf("[%s]", run.Deployment)
-		if s := run.scenario(ScReadBasic, "grpc"); s.Latency.Count > 0 {
-			add(s.Latency.P95 <= 2, "ReadMemory basic p95 ≤ 2 ms "+tag, fmt.Sprintf("%.2f ms", s.Latency.P95))
-			if s.Floor != nil {
-				add(s.Floor.P95Ratio <= 3, "ReadMemory basic p95 ≤ 3× floor p95 "+tag, fmt.Sprintf("%.2f×", s.Floor.P95Ratio))
+		// Issue #30's lines; the looser ones of issue #9 that passed
+		// before it (AssembleContext ≤ 25 ms, commit → visible ≤ 200 ms)
+		// stay beside them.
+		p95 := func(name, transport string, limit float64, line string) {
+			if s := run.scenario(name, transport); s.Latency.Count > 0 {
+				add(s.Latency.P95 <= limit, line+" "+tag, fmt.Sprintf("%.2f ms", s.Latency.P95))
 			}
 		}
-		if s := run.scenario(ScAssemble, "grpc"); s.Latency.Count > 0 {
-			add(s.Latency.P95 <= 25, "AssembleContext p95 ≤ 25 ms "+tag, fmt.Sprintf("%.2f ms", s.Latency.P95))
+		if s := run.scenario(ScReadBasic, "grpc"); s.Latency.Count > 0 {
+			add(s.Latency.P95 <= 1.5, "ReadMemory basic p95 ≤ 1.5 ms "+tag, fmt.Sprintf("%.2f ms", s.Latency.P95))
+			if s.Floor != nil {
+				add(s.Floor.P95Ratio <= 2, "ReadMemory basic p95 ≤ 2× floor p95 "+tag, fmt.Sprintf("%.2f×", s.Floor.P95Ratio))
+			}
 		}
-		if s := run.scenario(ScSearch, "grpc"); s.Latency.Count > 0 {
-			add(s.Latency.P95 <= 10, "Search p95 ≤ 10 ms "+tag, fmt.Sprintf("%.2f ms", s.Latency.P95))
-		}
+		p95(ScReadBasic, "rest", 2.5, "ReadMemory basic p95 over REST ≤ 2.5 ms")
+		p95(ScGetEntity, "grpc", 5, "GetEntity p95 ≤ 5 ms")
+		p95(ScAssemble, "grpc", 8, "AssembleContext p95 ≤ 8 ms")
+		p95(ScAssemble, "grpc", 25, "AssembleContext p95 ≤ 25 ms")
+		p95(ScSearch, "grpc", 4, "Search p95 ≤ 4 ms")
 		if s := run.scenario(ScApply, "grpc"); s.Requests > 0 || s.Errors > 0 {
-			add(s.RPS >= 300, "apply ≥ 300 commits/s across agents "+tag, fmt.Sprintf("%.0f commits/s", s.RPS))
+			add(s.RPS >= 400, "apply ≥ 400 commits/s across agents "+tag, fmt.Sprintf("%.0f commits/s", s.RPS))
 		}
+		p95(ScSearchLag, "grpc", 50, "commit → searchable p95 ≤ 50 ms")
 		sl, rl := run.scenario(ScSearchLag, "grpc"), run.scenario(ScReadLag, "grpc")
 		if sl.Latency.Count > 0 || rl.Latency.Count > 0 {
 			worst := max(sl.Latency.P95, rl.Latency.P95)
@@ -167,15 +176,30 @@ func (r *Report) budgets() []Budget {
 		return nil
 	}
 	o := r.Options
-	if p := point(10000, o.Commits); p != nil {
-		// A run that ended early (a process died or was killed) fails
-		// both, whatever figures it got to.
+	rss := func(n int, limit float64) {
+		agents := strconv.FormatInt(int64(n/1000), 10) + ",000"
+		line := fmt.Sprintf("read plane RSS ≤ %.0f MB at %s agents (peak)", limit, agents)
+		p := point(n, o.Commits)
+		if p == nil {
+			skip(line, fmt.Sprintf("N=%s not measured (--scales)", agents))
+			return
+		}
+		// A run that ended early (a process died or was killed) fails,
+		// whatever figures it got to.
 		ended := ""
 		if p.Note != "" {
 			ended = "; the run ended early: " + p.Note
 		}
-		add(ended == "" && p.ReadPeakRSSMB > 0 && p.ReadPeakRSSMB <= 512, "read plane RSS ≤ 512 MB at 10,000 agents",
-			fmt.Sprintf("peak %.0f MB (now %.0f MB)%s", p.ReadPeakRSSMB, p.ReadRSSMB, ended))
+		add(ended == "" && p.ReadPeakRSSMB > 0 && p.ReadPeakRSSMB <= limit, line,
+			fmt.Sprintf("peak %.0f MB (now %.0f MB: %.0f anonymous, %.0f mapped files)%s", p.ReadPeakRSSMB, p.ReadRSSMB, p.ReadAnonMB, p.ReadFileMB, ended))
+	}
+	rss(1000, 512)
+	rss(10000, 1024)
+	if p := point(10000, o.Commits); p != nil {
+		ended := ""
+		if p.Note != "" {
+			ended = "; the run ended early: " + p.Note
+		}
 		if b := point(1000, o.Commits); b != nil {
 			within := func(a, b float64) bool { return b > 0 && a > 0 && a <= 2*b }
 			add(ended == "" && within(p.ReadBasicP95, b.ReadBasicP95) && within(p.AssembleP95, b.AssembleP95) && within(p.SearchP95, b.SearchP95),
@@ -187,7 +211,6 @@ func (r *Report) budgets() []Budget {
 			skip("N=10,000 figures within 2× of N=1,000", "N=1,000 not measured")
 		}
 	} else {
-		skip("read plane RSS ≤ 512 MB at 10,000 agents", "N=10,000 not measured (--scales)")
 		skip("N=10,000 figures within 2× of N=1,000", "N=10,000 not measured (--scales)")
 	}
 	if p := point(o.Agents, 100000); p != nil {
@@ -304,12 +327,12 @@ func (r *Report) Markdown() string {
 		}
 	}
 	if len(r.Scaling) > 0 {
-		b.WriteString("\n## Scaling (split deployment, gRPC p95 in ms)\n\n| axis | N | M | first start: serving after s | restart: serving after s | new replica: serving after s | ReadMemory basic | AssembleContext | Search | read plane RSS MB (peak) | source |\n")
+		b.WriteString("\n## Scaling (split deployment, gRPC p95 in ms)\n\n| axis | N | M | first start: serving after s | restart: serving after s | new replica: serving after s | ReadMemory basic | AssembleContext | Search | read plane RSS MB (peak; anonymous + mapped files) | source |\n")
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 		for _, p := range r.Scaling {
-			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %.2f | %.2f | %.2f | %.0f (%.0f) | %s |\n", p.Axis, p.Agents, p.Commits,
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %.2f | %.2f | %.2f | %.0f (%.0f; %.0f + %.0f) | %s |\n", p.Axis, p.Agents, p.Commits,
 				startCell(&p.ColdStart), startCell(p.Restart), startCell(p.NewReplica),
-				p.ReadBasicP95, p.AssembleP95, p.SearchP95, p.ReadRSSMB, p.ReadPeakRSSMB, p.Source)
+				p.ReadBasicP95, p.AssembleP95, p.SearchP95, p.ReadRSSMB, p.ReadPeakRSSMB, p.ReadAnonMB, p.ReadFileMB, p.Source)
 		}
 		for _, p := range r.Scaling {
 			if !p.ColdStart.Ready {

@@ -29,8 +29,14 @@ type ScalePoint struct {
 	SearchP95     float64         `json:"searchP95Ms"`
 	ReadRSSMB     float64         `json:"readPlaneRssMB"`
 	ReadPeakRSSMB float64         `json:"readPlanePeakRssMB"`
-	Errors        int             `json:"errors"`
-	Note          string          `json:"note,omitempty"`
+	// ReadAnonMB and ReadFileMB split ReadRSSMB: anonymous memory (the
+	// heap and stacks) and mapped files (the search index's segments,
+	// the entity graph's file, git packs: page cache the kernel takes
+	// back under pressure).
+	ReadAnonMB float64 `json:"readPlaneAnonRssMB"`
+	ReadFileMB float64 `json:"readPlaneFileRssMB"`
+	Errors     int     `json:"errors"`
+	Note       string  `json:"note,omitempty"`
 }
 
 // scalePoints lists the sizes to measure: N varies at the main M, M at
@@ -75,6 +81,7 @@ func (h *harness) scaling(ctx context.Context, rep *Report) error {
 			pt.AssembleP95 = run.scenario(ScAssemble, "grpc").Latency.P95
 			pt.SearchP95 = run.scenario(ScSearch, "grpc").Latency.P95
 			pt.ReadRSSMB, pt.ReadPeakRSSMB = run.ReadPlane.RSSMB, run.ReadPlane.PeakMB
+			pt.ReadAnonMB, pt.ReadFileMB = run.ReadPlane.AnonMB, run.ReadPlane.FileMB
 			for _, name := range scaleScenarios {
 				pt.Errors += run.scenario(name, "grpc").Errors
 			}
@@ -143,6 +150,7 @@ func (h *harness) scaleRun(ctx context.Context, rep *Report, pt ScalePoint) (Sca
 		}
 	}
 	pt.ReadRSSMB, pt.ReadPeakRSSMB = d.read.rss()
+	pt.ReadAnonMB, pt.ReadFileMB = d.read.rssSplit()
 	if err := d.alive(); err != nil {
 		return pt, fmt.Errorf("scale N=%d M=%d: %w", pt.Agents, pt.Commits, err)
 	}
