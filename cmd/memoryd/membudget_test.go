@@ -22,7 +22,8 @@ func TestEveryCacheDrawsFromOneMemoryBudget(t *testing.T) {
 	want := []string{"auth.verified_tokens", "git.trees", "git.commits", "git.objects",
 		"context_assembly.read_folders", "context_assembly.always_load_blocks", "context_assembly.token_counts",
 		"context_assembly.source_texts", "context_assembly.source_lists", "context_assembly.token_pieces", "proposal_apply.token_pieces",
-		"entity_graph.sorted_edges", "entity_graph.sorted_refs", "entity_graph.pages"}
+		"entity_graph.sorted_edges", "entity_graph.sorted_refs", "entity_graph.pages",
+		"entity_graph.nodes", "entity_graph.edges", "entity_graph.files"}
 	for _, tc := range []struct {
 		flags  []string
 		budget float64

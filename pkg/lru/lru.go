@@ -68,6 +68,17 @@ func (c *Cache[K, V]) Put(k K, v V, cost int64) {
 	c.evict()
 }
 
+// Delete drops k's value, if held.
+func (c *Cache[K, V]) Delete(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		c.order.Remove(el)
+		delete(c.items, k)
+		c.size -= el.Value.(*entry[K, V]).cost
+	}
+}
+
 // evict drops the least recently used values until the total fits.
 func (c *Cache[K, V]) evict() {
 	for c.size > c.max {

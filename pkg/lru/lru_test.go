@@ -107,3 +107,20 @@ func TestResize(t *testing.T) {
 	_, ok = c.Get(100)
 	require.True(t, ok)
 }
+
+// Delete drops a value and its cost; deleting what is not held is a no-op.
+func TestDelete(t *testing.T) {
+	c := New[string, int](100)
+	c.Put("a", 1, 10)
+	c.Put("b", 2, 20)
+	c.Delete("a")
+	c.Delete("nothing")
+	_, ok := c.Get("a")
+	require.False(t, ok)
+	v, ok := c.Get("b")
+	require.True(t, ok)
+	require.Equal(t, 2, v)
+	require.Equal(t, int64(20), c.Cost())
+	require.Equal(t, 1, c.Len())
+	require.Zero(t, c.Stats().Evictions, "a deletion is no eviction")
+}

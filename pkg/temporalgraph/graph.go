@@ -435,7 +435,9 @@ func NewIn(dir string) *Graph {
 // refs), for the process's memory budget and metrics.
 func (g *Graph) HotSet() []membudget.Named {
 	return []membudget.Named{{Name: "entity_graph.sorted_edges", Cache: &g.sortedAdj},
-		{Name: "entity_graph.sorted_refs", Cache: &g.sortedRefs}, {Name: "entity_graph.pages", Cache: g.pages.Cache}}
+		{Name: "entity_graph.sorted_refs", Cache: &g.sortedRefs}, {Name: "entity_graph.pages", Cache: g.pages.Cache},
+		{Name: "entity_graph.nodes", Cache: g.live.nodes.clean}, {Name: "entity_graph.edges", Cache: g.live.edges.clean},
+		{Name: "entity_graph.files", Cache: g.live.files.clean}}
 }
 
 // Close releases the history on disk. The graph must not be used after.

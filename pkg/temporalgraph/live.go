@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+
+	"github.com/garden-bloom/memory/pkg/lru"
 )
 
 // The graph's live state on disk (issue #30), beside its history in the
@@ -30,27 +32,40 @@ var (
 	bucketAdj   = []byte("adj")
 )
 
-// table is one kind of live state by key: values decoded from disk on
-// every get, or the dirty one.
+// table is one kind of live state by key: the dirty value, or the one on
+// disk, decoded — kept in clean, the hot set, for the next get.
 type table[V any] struct {
 	bucket []byte
 	dirty  map[string]*V // changed since the last flush; nil: deleted
 	// fresh are the dirty keys created since the last flush: not on disk,
 	// so deleting one again needs no write (an edge opened and closed
 	// between two flushes).
-	fresh  map[string]struct{}
+	fresh map[string]struct{}
+	// clean holds values as they are on disk, decoded: shared entities
+	// are read by most commits and queries. A value taken from it to be
+	// changed (edit) is dirty, which every get looks at first, and goes
+	// back at the next flush. Values are costed at twice their encoding
+	// (their strings share one copy of it) plus their headers.
+	clean  *lru.Cache[string, *V]
 	encode func(b []byte, v *V) []byte
 	decode func(key string, d *dec) *V
 }
 
-func newTable[V any](bucket []byte, encode func([]byte, *V) []byte, decode func(string, *dec) *V) table[V] {
-	return table[V]{bucket: bucket, dirty: map[string]*V{}, fresh: map[string]struct{}{}, encode: encode, decode: decode}
+func newTable[V any](bucket []byte, cleanMax int64, encode func([]byte, *V) []byte, decode func(string, *dec) *V) table[V] {
+	return table[V]{bucket: bucket, dirty: map[string]*V{}, fresh: map[string]struct{}{}, clean: lru.New[string, *V](cleanMax),
+		encode: encode, decode: decode}
 }
+
+// cleanCost is what a decoded value of an encoding of n bytes holds.
+func cleanCost(n int) int64 { return int64(2*n + 128) }
 
 // get returns k's value (nil: none). It may not be changed: edit is for
 // that.
 func (t *table[V]) get(r *reader, k string) *V {
 	if v, ok := t.dirty[k]; ok {
+		return v
+	}
+	if v, ok := t.clean.Get(k); ok {
 		return v
 	}
 	b := r.bucket(t.bucket)
@@ -61,7 +76,11 @@ func (t *table[V]) get(r *reader, k string) *V {
 	if val == nil {
 		return nil
 	}
-	return t.decodeValue(r, k, val)
+	v := t.decodeValue(r, k, val)
+	if v != nil {
+		t.clean.Put(k, v, cleanCost(len(val)))
+	}
+	return v
 }
 
 func (t *table[V]) decodeValue(r *reader, k string, val []byte) *V {
@@ -149,7 +168,9 @@ func (t *table[V]) each(r *reader, after string, f func(k string, v *V) bool) {
 }
 
 // write puts the dirty values in their bucket (of a write transaction),
-// in key order: bbolt inserts in order at a fraction of the cost.
+// in key order: bbolt inserts in order at a fraction of the cost. They go
+// to clean too: if the transaction fails they are still dirty, which
+// comes first.
 func (t *table[V]) write(put func(bucket, k, v []byte) error) error {
 	var buf []byte
 	for _, k := range sortedKeys(t.dirty) {
@@ -161,6 +182,9 @@ func (t *table[V]) write(put func(bucket, k, v []byte) error) error {
 			if val == nil {
 				val = []byte{}
 			}
+			t.clean.Put(k, v, cleanCost(len(val)))
+		} else {
+			t.clean.Delete(k)
 		}
 		if err := put(t.bucket, []byte(k), val); err != nil {
 			return err
@@ -281,11 +305,18 @@ type live struct {
 	adj   setTable // node id → the keys of its open edges (edgeKey.String)
 }
 
+// Bounds of the hot sets until the process's memory budget sizes them.
+const (
+	cleanNodesSize = 4 << 20
+	cleanEdgesSize = 8 << 20
+	cleanFilesSize = 8 << 20
+)
+
 func newLive() live {
 	return live{
-		nodes: newTable(bucketNodes, encodeNode, decodeNode),
-		edges: newTable(bucketEdges, encodeEdge, decodeEdgeState),
-		files: newTable(bucketFiles, encodeFile, decodeFile),
+		nodes: newTable(bucketNodes, cleanNodesSize, encodeNode, decodeNode),
+		edges: newTable(bucketEdges, cleanEdgesSize, encodeEdge, decodeEdgeState),
+		files: newTable(bucketFiles, cleanFilesSize, encodeFile, decodeFile),
 		refs:  newSetTable(bucketRefs), adj: newSetTable(bucketAdj),
 	}
 }
