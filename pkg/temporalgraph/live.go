@@ -15,15 +15,17 @@ import (
 // files naming it (refs) and the open edges touching it (adjacency). At
 // 10,000 agents that state was 800,000 nodes and 700,000 edges, most of a
 // read replica's heap; on disk the heap holds what changed since the last
-// flush and the hot set (sortedLists, pageCache).
+// flush and the hot set: decoded values (table.clean), sorted lists
+// (sortedLists) and pages (pageCache), all in the memory budget.
 //
 // A table keeps its changes in memory (dirty) until the graph's next
 // flush writes them with the history in one transaction: a commit touches
 // the same hub entities again and again, and a transaction per commit
 // would write their pages each time. Between flushes a query sees the
 // dirty value over the one on disk. Only the writer (ApplyCommit, under
-// its caller's write lock) changes the dirty maps; queries run under the
-// read lock and only read them.
+// its caller's write lock) changes the dirty maps and the values; queries
+// run under the read lock, read them, and add what they decode to the
+// clean caches (which lock).
 var (
 	bucketNodes = []byte("nodes")
 	bucketEdges = []byte("edges")
