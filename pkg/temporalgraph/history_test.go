@@ -359,6 +359,20 @@ func TestCommitRefsOnDisk(t *testing.T) {
 	sameAnswers(t, g, ref, points(commits))
 }
 
+// heapGrowth applies commits 0 … n-1 of history, then n … 2n-1, and
+// returns how much the live heap grew by after each half.
+func heapGrowth(n int, history func(int) Commit, apply func(Commit)) (atN, at2N uint64) {
+	base := heapAfterGC()
+	for i := range n {
+		apply(history(i))
+	}
+	atN = heapAfterGC() - base
+	for i := n; i < 2*n; i++ {
+		apply(history(i))
+	}
+	return atN, heapAfterGC() - base
+}
+
 // heapAfterGC is the live heap.
 func heapAfterGC() uint64 {
 	var ms runtime.MemStats
@@ -397,17 +411,7 @@ func TestHeapBoundedAsHistoryGrows(t *testing.T) {
 		t.Skip("builds 24,000 commits; the race detector's allocations would be measured")
 	}
 	const n = 6000
-	grow := func(apply func(Commit)) (atN, at2N uint64) {
-		base := heapAfterGC()
-		for i := range n {
-			apply(steadyCommit(i))
-		}
-		atN = heapAfterGC() - base
-		for i := n; i < 2*n; i++ {
-			apply(steadyCommit(i))
-		}
-		return atN, heapAfterGC() - base
-	}
+	grow := func(apply func(Commit)) (atN, at2N uint64) { return heapGrowth(n, steadyCommit, apply) }
 	g := NewIn(t.TempDir())
 	defer func() { _ = g.Close() }()
 	atN, at2N := grow(g.ApplyCommit)
@@ -508,17 +512,7 @@ func TestHeapBoundedAsLiveStateGrows(t *testing.T) {
 		t.Skip("builds 16,000 commits; the race detector's allocations would be measured")
 	}
 	const n = 4000
-	grow := func(apply func(Commit)) (atN, at2N uint64) {
-		base := heapAfterGC()
-		for i := range n {
-			apply(growingCommit(i))
-		}
-		atN = heapAfterGC() - base
-		for i := n; i < 2*n; i++ {
-			apply(growingCommit(i))
-		}
-		return atN, heapAfterGC() - base
-	}
+	grow := func(apply func(Commit)) (atN, at2N uint64) { return heapGrowth(n, growingCommit, apply) }
 	g := NewIn(t.TempDir())
 	defer func() { _ = g.Close() }()
 	// The hot set is bounded by the memory budget; here by 1 MiB a cache,
