@@ -332,8 +332,9 @@ func TestOperatorMetrics(t *testing.T) {
 			o.eventually(t, name, nil, equals(0), "the read plane caught up with main")
 		}
 		for _, kind := range []string{"nodes", "edges", "fact_changes"} {
-			o.eventually(t, "memory_entity_graph_size", scope("kind", kind), atLeast(0), "what the in-memory graph holds, which grows with history")
+			o.eventually(t, "memory_entity_graph_size", scope("kind", kind), atLeast(0), "what the graph holds, which grows with history")
 		}
+		o.eventually(t, "memory_entity_graph_file_bytes", nil, atLeast(0), "the bytes of the graph's file")
 	})
 
 	t.Run("object-store operations and errors by op", func(t *testing.T) {

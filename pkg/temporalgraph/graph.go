@@ -299,11 +299,14 @@ type Graph struct {
 type Size struct {
 	// Edges counts the intervals: open and closed.
 	Nodes, Edges, FactChanges int
+	// FileBytes is the size of the graph's file (0 until the first
+	// flush): the live state and the history on disk.
+	FileBytes int64
 }
 
 // Size counts what g holds.
 func (g *Graph) Size() Size {
-	return Size{Nodes: g.nodeCount, Edges: g.edgeCount + g.closedCount, FactChanges: g.factCount}
+	return Size{Nodes: g.nodeCount, Edges: g.edgeCount + g.closedCount, FactChanges: g.factCount, FileBytes: g.disk.fileBytes()}
 }
 
 // writer returns the writer's reader.

@@ -23,3 +23,17 @@ func TestSizeGrowsWithHistory(t *testing.T) {
 	require.Greater(t, sizes[3].FactChanges, sizes[1].FactChanges)
 	require.Positive(t, sizes[0].Edges)
 }
+
+// Size counts the bytes of the graph's file too, once anything is on disk,
+// for the operator: the file grows with history and live state alike.
+func TestSizeCountsTheFile(t *testing.T) {
+	g := NewIn(t.TempDir())
+	defer func() { _ = g.Close() }()
+	g.flushAt = 10
+	require.Zero(t, g.Size().FileBytes, "nothing written yet")
+	for i := range 200 {
+		g.ApplyCommit(growingCommit(i))
+	}
+	require.NoError(t, g.Err())
+	require.Positive(t, g.Size().FileBytes)
+}

@@ -160,6 +160,19 @@ func (s *store) view() (*bolt.DB, error) {
 	return s.db, nil
 }
 
+// fileBytes is the file's size, 0 when there is none (yet) or it cannot
+// be told.
+func (s *store) fileBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return 0
+	}
+	var n int64
+	_ = s.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	return n
+}
+
 func (s *store) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -37,8 +37,9 @@ func (s *Service) instrument(mp metric.MeterProvider) (metric.Registration, erro
 }
 
 // instrumentSize exports what the graph holds — nodes, edges (closed
-// intervals included) and fact changes — which grows with history, on
-// disk: the heap keeps the live state (issue #25): memory.entity_graph.size.
+// intervals included) and fact changes, which grow with history — and the
+// bytes of its file, where all of it is (issues #25, #30):
+// memory.entity_graph.size and memory.entity_graph.file.
 func (s *Service) instrumentSize(mp metric.MeterProvider) (metric.Registration, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
@@ -46,6 +47,11 @@ func (s *Service) instrumentSize(mp metric.MeterProvider) (metric.Registration, 
 	m := mp.Meter("github.com/garden-bloom/memory/services/entitygraph")
 	size, err := m.Int64ObservableGauge("memory.entity_graph.size", metric.WithUnit("{item}"),
 		metric.WithDescription("What the entity graph holds, by kind: nodes, edges (closed intervals included), fact changes; its history is on disk."))
+	if err != nil {
+		return nil, err
+	}
+	file, err := m.Int64ObservableGauge("memory.entity_graph.file", metric.WithUnit("By"),
+		metric.WithDescription("Bytes of the entity graph's file in the state dir: its live state and history, on disk rather than on the heap."))
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +66,7 @@ func (s *Service) instrumentSize(mp metric.MeterProvider) (metric.Registration, 
 		o.ObserveInt64(size, int64(sz.Nodes), kinds["nodes"])
 		o.ObserveInt64(size, int64(sz.Edges), kinds["edges"])
 		o.ObserveInt64(size, int64(sz.FactChanges), kinds["fact_changes"])
+		o.ObserveInt64(file, sz.FileBytes)
 		return nil
-	}, size)
+	}, size, file)
 }
