@@ -564,7 +564,8 @@ func (g *Graph) ApplyCommit(c Commit) {
 		}
 		for _, e := range nf.edges {
 			k, line := e.key, e.line
-			es := g.live.edges.edit(w, k.String())
+			key := k.String()
+			es := g.live.edges.get(w, key)
 			if es == nil {
 				es = g.newEdge(k)
 			}
@@ -572,6 +573,13 @@ func (g *Graph) ApplyCommit(c Commit) {
 				wasOpen[k] = es.open
 			}
 			ev, had := es.live[src]
+			if had && ev.line == int32(line) {
+				// Unchanged (a source in live is not in gone): a file
+				// rewritten for one line leaves its other edges as
+				// they are, on disk.
+				continue
+			}
+			es = g.live.edges.edit(w, key)
 			if had {
 				ev.line = int32(line)
 			} else {
@@ -596,7 +604,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 	}
 	sort.Slice(keys, func(i, j int) bool { return lessKey(keys[i], keys[j]) })
 	for _, k := range keys {
-		es := g.live.edges.edit(w, k.String())
+		es := g.live.edges.get(w, k.String())
 		now := len(es.live) > 0 || es.commitRefs
 		switch {
 		case wasOpen[k] && !now:
@@ -605,6 +613,7 @@ func (g *Graph) ApplyCommit(c Commit) {
 			g.addClosed(e)
 			g.dropEdge(k)
 		case !wasOpen[k] && now:
+			es = g.live.edges.edit(w, k.String())
 			es.open = true
 			es.from, es.fromOrd = t, ord
 			// Only the sources live now belong to the new interval.
@@ -782,6 +791,10 @@ func (g *Graph) node(id string, t time.Time, ord uint32) *nodeState {
 // explicit type, but an explicit type is never changed, so the result does
 // not depend on which file mentions an entity last.
 func (g *Graph) declare(d decl, t time.Time, ord uint32) {
+	if n := g.live.nodes.get(g.writer(), d.id); n != nil && n.labelSet && (d.label == n.label || slices.Contains(n.aliases, d.label)) &&
+		(n.typ != TypeConcept || d.typ == TypeConcept) {
+		return // nothing new: the node stays as it is, on disk
+	}
 	n := g.node(d.id, t, ord)
 	switch {
 	case !n.labelSet:

@@ -540,3 +540,38 @@ func TestHeapBoundedAsLiveStateGrows(t *testing.T) {
 	require.Less(t, int64(at2N)-int64(atN), int64(bound), "the heap grew with the live state")
 	require.Greater(t, ref2N-refN, 2*bound, "the reference does grow: the test measures something")
 }
+
+// What waits for a flush is bounded in bytes too, not only in records:
+// an agent's decisions.md grows all its life, and every commit that
+// rewrites it leaves its whole contribution in memory until the flush,
+// though it changes a line or two of the graph.
+func TestPendingFilesAreBoundedInBytes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("400 commits of large files")
+	}
+	g := NewIn(t.TempDir())
+	defer func() { _ = g.Close() }()
+	const agents = 100
+	base := make([]string, agents)
+	for a := range agents {
+		var b strings.Builder
+		for i := range 1500 {
+			fmt.Fprintf(&b, "- [[Topic %d-%d]] was decided with [[Vendor %d-%d]]\n", a, i, a, i)
+		}
+		base[a] = b.String()
+	}
+	for i := range 4 * agents {
+		a := i % agents
+		content := base[a] + fmt.Sprintf("- [[Topic %d-0]] again (%d)\n", a, i)
+		g.ApplyCommit(Commit{Sha: fmt.Sprintf("%040x", i), Time: at(i),
+			Files: map[string]*string{fmt.Sprintf("memory/agent-%d/decisions.md", a): &content}})
+		var pending int64
+		for _, f := range g.live.files.dirty {
+			if f != nil {
+				pending += fileWeight(f)
+			}
+		}
+		require.LessOrEqual(t, pending, int64(maxPendingFileBytes), "after commit %d", i)
+	}
+	require.NoError(t, g.Err())
+}

@@ -51,6 +51,11 @@ type table[V any] struct {
 	clean  *lru.Cache[string, *V]
 	encode func(b []byte, v *V) []byte
 	decode func(key string, d *dec) *V
+	// weigh, when set, sizes the values put, and weight adds up those
+	// put since the last flush (values edited in place are not counted:
+	// only files, which are only ever put, are weighed).
+	weigh  func(*V) int64
+	weight int64
 }
 
 func newTable[V any](bucket []byte, cleanMax int64, encode func([]byte, *V) []byte, decode func(string, *dec) *V) table[V] {
@@ -109,13 +114,18 @@ func (t *table[V]) edit(r *reader, k string) *V {
 }
 
 // put sets k's value; create is put for a k known to be new.
-func (t *table[V]) put(k string, v *V) { t.dirty[k] = v }
+func (t *table[V]) put(k string, v *V) {
+	t.dirty[k] = v
+	if t.weigh != nil {
+		t.weight += t.weigh(v)
+	}
+}
 
 func (t *table[V]) create(k string, v *V) {
 	if _, deleted := t.dirty[k]; !deleted {
 		t.fresh[k] = struct{}{} // else it is on disk still
 	}
-	t.dirty[k] = v
+	t.put(k, v)
 }
 
 func (t *table[V]) del(k string) {
@@ -315,12 +325,37 @@ const (
 )
 
 func newLive() live {
-	return live{
+	l := live{
 		nodes: newTable(bucketNodes, cleanNodesSize, encodeNode, decodeNode),
 		edges: newTable(bucketEdges, cleanEdgesSize, encodeEdge, decodeEdgeState),
 		files: newTable(bucketFiles, cleanFilesSize, encodeFile, decodeFile),
 		refs:  newSetTable(bucketRefs), adj: newSetTable(bucketAdj),
 	}
+	l.files.weigh = fileWeight
+	return l
+}
+
+// maxPendingFileBytes bounds the files' contributions waiting for a flush:
+// an agent's decisions.md grows all its life, and a commit count alone let
+// a hundred agents' whole contributions wait in memory.
+const maxPendingFileBytes = 8 << 20
+
+// fileWeight is about what f holds in memory.
+func fileWeight(f *fileState) int64 {
+	n := int64(64)
+	for _, id := range f.nodes {
+		n += int64(len(id)) + 16
+	}
+	for _, e := range f.edges {
+		n += int64(len(e.key.from)+len(e.key.to)+len(e.key.rel)) + 56
+	}
+	for _, ft := range f.facts {
+		n += int64(len(ft.section)+len(ft.text)) + 64
+		for _, id := range ft.ids {
+			n += int64(len(id)) + 16
+		}
+	}
+	return n
 }
 
 // dirty counts the changes waiting for a flush, to bound them.
@@ -346,6 +381,7 @@ func (l *live) written() {
 	clear(l.nodes.fresh)
 	clear(l.edges.fresh)
 	clear(l.files.fresh)
+	l.files.weight = 0
 	clear(l.refs.dirty)
 	clear(l.adj.dirty)
 	l.refs.n, l.adj.n = 0, 0

@@ -63,7 +63,7 @@ const liveFlushFactor = 16
 
 // flushDue reports whether what waits in memory is due to be written.
 func (g *Graph) flushDue() bool {
-	return g.pending >= g.flushAt || g.live.dirty() >= liveFlushFactor*g.flushAt
+	return g.pending >= g.flushAt || g.live.dirty() >= liveFlushFactor*g.flushAt || g.live.files.weight >= maxPendingFileBytes
 }
 
 // Kinds of block: records of fact changes, closed intervals, commit
