@@ -73,7 +73,7 @@ func TestEveryCacheDrawsFromOneMemoryBudget(t *testing.T) {
 // a message that names the flag.
 func TestAMemoryBudgetTooSmallIsRefused(t *testing.T) {
 	for value, msg := range map[string]string{
-		"4MiB": "--memory-budget of 4 MiB is too small for 14 caches: at least 14 MiB",
+		"4MiB": "--memory-budget of 4 MiB is too small for 17 caches: at least 17 MiB",
 		"lots": `invalid value "lots" for flag -memory-budget: "lots" is not a size`,
 	} {
 		out, err := exec.Command(memorydBin, "--target=all", "--data-dir", t.TempDir(), "--grpc-addr", "127.0.0.1:0",

@@ -55,8 +55,12 @@ func TestLocalCallsAnswerAsTheNetwork(t *testing.T) {
 	local := h.srv.Local(h.conn)
 	ctx := metadata.AppendToOutgoingContext(ctxT(t), "authorization", "Bearer t0k3n", RequestIDHeader, "req-local-1")
 
-	for name, conn := range map[string]grpc.ClientConnInterface{"network": h.conn, "local": local} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, peer string
+		conn       grpc.ClientConnInterface
+	}{{"network", "tcp", h.conn}, {"local", "local", local}} {
+		conn := tc.conn
+		t.Run(tc.name, func(t *testing.T) {
 			in := wrapperspb.Bytes([]byte("hello"))
 			out := &wrapperspb.BytesValue{}
 			var hdr, trailer metadata.MD
@@ -64,6 +68,7 @@ func TestLocalCallsAnswerAsTheNetwork(t *testing.T) {
 			assert.Equal(t, "hello", string(out.GetValue()))
 			out.Value[0] = 'J'
 			assert.Equal(t, "hello", string(in.GetValue()), "the answer is a copy of the request the handler echoed")
+			assert.Equal(t, tc.peer, last.peer, "the call's peer says how it came")
 			assert.Equal(t, []string{"Bearer t0k3n"}, last.auth, "the interceptors see the caller's metadata")
 			assert.False(t, last.outgoing, "and do not pass it on")
 			assert.Equal(t, []string{"1"}, hdr.Get("x-echo"))
@@ -94,7 +99,6 @@ func TestLocalCallsAnswerAsTheNetwork(t *testing.T) {
 			assert.ErrorIs(t, cs.RecvMsg(got), io.EOF)
 		})
 	}
-	assert.Equal(t, "local", last.peer, "a local call's peer says so")
 
 	// Both kinds of call are in the access log and the metrics.
 	logged := 0
