@@ -317,11 +317,15 @@ func (g *Graph) flush() error {
 	}
 	// The owners of the chains that grow are changed (their newest
 	// block): read them now, for no read may begin inside the write.
-	for id := range g.history {
-		g.factOwner(id)
+	for id, fcs := range g.history {
+		if len(fcs) > 0 { // lists emptied by the last flush stay, for reuse
+			g.factOwner(id)
+		}
 	}
-	for id := range g.pendClosed {
-		g.live.nodes.edit(g.writer(), id)
+	for id, es := range g.pendClosed {
+		if len(es) > 0 {
+			g.live.nodes.edit(g.writer(), id)
+		}
 	}
 	for id := range g.pendNodeRefs {
 		g.live.nodes.edit(g.writer(), id)
