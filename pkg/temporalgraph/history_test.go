@@ -373,6 +373,27 @@ func heapGrowth(n int, history func(int) Commit, apply func(Commit)) (atN, at2N 
 	return atN, heapAfterGC() - base
 }
 
+// heapGrowthBeside is heapGrowth of g and of the in-memory reference
+// graph on the same history, logged.
+func heapGrowthBeside(t *testing.T, g *Graph, n int, history func(int) Commit) (atN, at2N, refN, ref2N uint64) {
+	t.Helper()
+	atN, at2N = heapGrowth(n, history, g.ApplyCommit)
+	require.NoError(t, g.Err())
+	ref := newRef()
+	refN, ref2N = heapGrowth(n, history, ref.ApplyCommit)
+	runtime.KeepAlive(g)
+	runtime.KeepAlive(ref)
+	mb := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	for _, l := range []struct {
+		what    string
+		at, at2 uint64
+	}{{"graph on disk", atN, at2N}, {"in-memory graph", refN, ref2N}} {
+		t.Logf("%s: heap %.2f MB at %d commits, %.2f MB at %d (%+.2f MB, %+.0f B/commit)",
+			l.what, mb(l.at), n, mb(l.at2), 2*n, mb(l.at2)-mb(l.at), (float64(l.at2)-float64(l.at))/float64(n))
+	}
+	return atN, at2N, refN, ref2N
+}
+
 // heapAfterGC is the live heap.
 func heapAfterGC() uint64 {
 	var ms runtime.MemStats
@@ -411,22 +432,11 @@ func TestHeapBoundedAsHistoryGrows(t *testing.T) {
 		t.Skip("builds 24,000 commits; the race detector's allocations would be measured")
 	}
 	const n = 6000
-	grow := func(apply func(Commit)) (atN, at2N uint64) { return heapGrowth(n, steadyCommit, apply) }
 	g := NewIn(t.TempDir())
 	defer func() { _ = g.Close() }()
-	atN, at2N := grow(g.ApplyCommit)
-	require.NoError(t, g.Err())
+	atN, at2N, refN, ref2N := heapGrowthBeside(t, g, n, steadyCommit)
 	sz := g.Size()
-	ref := newRef()
-	refN, ref2N := grow(ref.ApplyCommit)
-	runtime.KeepAlive(g)
-	runtime.KeepAlive(ref)
-	mb := func(b uint64) float64 { return float64(b) / (1 << 20) }
 	t.Logf("history: %d fact changes, %d edge intervals after %d commits", sz.FactChanges, sz.Edges, 2*n)
-	t.Logf("graph on disk: heap %.2f MB at %d commits, %.2f MB at %d (%+.2f MB, %+.0f B/commit)",
-		mb(atN), n, mb(at2N), 2*n, mb(at2N)-mb(atN), (float64(at2N)-float64(atN))/n)
-	t.Logf("in-memory graph (before): heap %.2f MB at %d commits, %.2f MB at %d (%+.2f MB, %+.0f B/commit)",
-		mb(refN), n, mb(ref2N), 2*n, mb(ref2N)-mb(refN), (float64(ref2N)-float64(refN))/n)
 	bound := max(atN/5, 2<<20) // 20 %, or 2 MB for a small live state
 	require.Less(t, int64(at2N)-int64(atN), int64(bound), "the heap grew with history")
 	require.Greater(t, ref2N-refN, 4*bound, "the reference does grow: the test measures something")
@@ -512,7 +522,6 @@ func TestHeapBoundedAsLiveStateGrows(t *testing.T) {
 		t.Skip("builds 16,000 commits; the race detector's allocations would be measured")
 	}
 	const n = 4000
-	grow := func(apply func(Commit)) (atN, at2N uint64) { return heapGrowth(n, growingCommit, apply) }
 	g := NewIn(t.TempDir())
 	defer func() { _ = g.Close() }()
 	// The hot set is bounded by the memory budget; here by 1 MiB a cache,
@@ -522,19 +531,9 @@ func TestHeapBoundedAsLiveStateGrows(t *testing.T) {
 		c.Cache.Resize(1 << 20)
 		hot += 1 << 20
 	}
-	atN, at2N := grow(g.ApplyCommit)
-	require.NoError(t, g.Err())
+	atN, at2N, refN, ref2N := heapGrowthBeside(t, g, n, growingCommit)
 	sz := g.Size()
-	ref := newRef()
-	refN, ref2N := grow(ref.ApplyCommit)
-	runtime.KeepAlive(g)
-	runtime.KeepAlive(ref)
-	mb := func(b uint64) float64 { return float64(b) / (1 << 20) }
 	t.Logf("live state: %d nodes, %d edges after %d commits", sz.Nodes, sz.Edges, 2*n)
-	t.Logf("graph on disk: heap %.2f MB at %d commits, %.2f MB at %d (%+.0f B/commit)",
-		mb(atN), n, mb(at2N), 2*n, (float64(at2N)-float64(atN))/n)
-	t.Logf("in-memory graph: heap %.2f MB at %d commits, %.2f MB at %d (%+.0f B/commit)",
-		mb(refN), n, mb(ref2N), 2*n, (float64(ref2N)-float64(refN))/n)
 	require.Greater(t, sz.Nodes, 3*2*n, "the live state grew")
 	bound := 2<<20 + hot // what waits for a flush, and the hot set
 	require.Less(t, int64(at2N)-int64(atN), int64(bound), "the heap grew with the live state")
