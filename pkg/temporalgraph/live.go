@@ -428,11 +428,7 @@ func encodeNode(b []byte, n *nodeState) []byte {
 	}
 	b = appendPoint(b, n.closedUpTo)
 	b = appendTime(appendTime(b, n.firstSeen), n.updated)
-	b = binary.AppendUvarint(b, uint64(len(n.aliases)))
-	for _, a := range n.aliases {
-		b = appendStr(b, a)
-	}
-	return b
+	return appendStrs(b, n.aliases)
 }
 
 func decodeNode(id string, d *dec) *nodeState {
@@ -448,12 +444,7 @@ func decodeNode(id string, d *dec) *nodeState {
 	n.refCount, n.adjCount = int(d.uint()), int(d.uint())
 	n.closedUpTo = d.point()
 	n.firstSeen, n.updated = d.time(), d.time()
-	if k := d.uint(); k > 0 && k <= uint64(len(d.s)) {
-		n.aliases = make([]string, k)
-		for i := range n.aliases {
-			n.aliases[i] = d.str()
-		}
-	}
+	n.aliases = d.strs()
 	return n
 }
 
@@ -466,9 +457,20 @@ func appendEvidenceMap(b []byte, m map[string]evidence) []byte {
 	return b
 }
 
-func (d *dec) evidenceMap() map[string]evidence {
+// count reads how many items follow: a count the rest cannot hold (each
+// item takes a byte at least) marks d bad and reads as none.
+func (d *dec) count() uint64 {
 	k := d.uint()
-	if k == 0 || k > uint64(len(d.s)) {
+	if k > uint64(len(d.s)) {
+		d.bad, d.s = true, ""
+		return 0
+	}
+	return k
+}
+
+func (d *dec) evidenceMap() map[string]evidence {
+	k := d.count()
+	if k == 0 {
 		return nil
 	}
 	m := make(map[string]evidence, k)
@@ -511,8 +513,8 @@ func appendStrs(b []byte, ss []string) []byte {
 }
 
 func (d *dec) strs() []string {
-	k := d.uint()
-	if k == 0 || k > uint64(len(d.s)) {
+	k := d.count()
+	if k == 0 {
 		return nil
 	}
 	out := make([]string, k)
@@ -539,13 +541,13 @@ func encodeFile(b []byte, f *fileState) []byte {
 
 func decodeFile(_ string, d *dec) *fileState {
 	f := &fileState{nodes: d.strs()}
-	if k := d.uint(); k > 0 && k <= uint64(len(d.s)) {
+	if k := d.count(); k > 0 {
 		f.edges = make([]fileEdge, k)
 		for i := range f.edges {
 			f.edges[i] = fileEdge{edgeKey{d.str(), d.str(), d.str()}, int(d.int())}
 		}
 	}
-	if k := d.uint(); k > 0 && k <= uint64(len(d.s)) {
+	if k := d.count(); k > 0 {
 		f.facts = make([]fact, k)
 		for i := range f.facts {
 			f.facts[i] = fact{section: d.str(), text: d.str(), line: int(d.int()), ids: d.strs()}
