@@ -233,7 +233,7 @@ func Build(in Input) (*Plan, error) {
 		OpenLoopsTokenCount: counts[memlayout.OpenLoopsFile],
 		Layer1TokenCount:    counts[memlayout.SnapshotFile] + counts[memlayout.FactsFile] + counts[memlayout.OpenLoopsFile],
 		OpenLoopsCount:      openLoops,
-		DecisionsCount:      len(mdops.ParseDecisions(decisions)),
+		DecisionsCount:      mdops.CountDecisions(decisions),
 		SchemaVersion:       memlayout.SchemaVersion,
 		TokenEncoding:       in.Counter.Encoding(),
 		Layer1SHA256:        hex.EncodeToString(sum[:]),
