@@ -456,6 +456,9 @@ func decisionMentions(content, agentID string, lines []lineLinks) []Mention {
 		// forward cursor keeps duplicates apart.
 		start, end := 0, len(src)
 		for i := cursor; i < len(src); i++ {
+			if !strings.Contains(src[i], "## ") {
+				continue // not a heading: cheaper than the regexp, run on every line
+			}
 			if m := decisionHeadRe.FindStringSubmatch(src[i]); m != nil && m[1] == date && strings.TrimSpace(m[2]) == d.Title {
 				start = i + 1
 				cursor = i + 1

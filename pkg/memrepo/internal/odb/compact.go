@@ -24,9 +24,14 @@ const (
 	// CompactMinPacks: below this many packs Compact does nothing, so the
 	// merge cost is shared by that many commits.
 	CompactMinPacks = 16
-	// compactMaxPackBytes: bigger packs are never merged here (that would
-	// stall commits for long); they are `git gc`'s business, as before.
-	compactMaxPackBytes = 32 << 20
+	// compactMaxPackBytes: bigger packs are never merged here; they are
+	// `git gc`'s business. Merges run beside commits, so the bound is not
+	// for their sake but for the merge's memory, about 110 bytes an object
+	// merged (the new index, one source pack's entries): a few MB for
+	// packs this size. At 32 MiB, the 1-hour soak (whose decisions.md files
+	// grow all along, rewritten whole at each apply) left 144 packs open
+	// and probed by every lookup that misses the cache.
+	compactMaxPackBytes = 256 << 20
 )
 
 // mergeable is a pack Compact may merge.
@@ -129,28 +134,26 @@ var errOffsetDelta = errors.New("pack has offset delta entries")
 
 // merge copies the entries of packs into one new pack (each object once),
 // publishes it and only then deletes the old packs.
+//
+// Its memory is the new pack's index (what every pack writer holds) and one
+// source pack's entries at a time: an object is a duplicate when a pack
+// before its own in packs holds it, which the mapped indexes answer, so no
+// set of every object merged is built.
 func (s *Store) merge(packs []mergeable) error {
-	entries := make([][]idxEntry, len(packs))
-	seen := map[plumbing.Hash]bool{}
+	count := 0
 	for i, p := range packs {
-		es, err := p.idx.entriesByOffset()
-		if err != nil {
-			s.unmergeable[p.name] = true
-			return fmt.Errorf("memrepo: merge %s: %w", p.name, err)
-		}
-		entries[i] = es
-		for _, e := range es {
-			seen[e.hash] = true
-		}
+		count += int(p.objects) - duplicates(packs[:i], p)
 	}
-	pw, err := newPackWriter(s.packDir(), len(seen))
+	pw, err := newPackWriter(s.packDir(), count)
 	if err != nil {
 		return err
 	}
 	defer pw.abort()
-	clear(seen) // now: objects already copied
 	for i, p := range packs {
-		err := s.copyEntries(pw, p, entries[i], seen)
+		entries, err := p.idx.entriesByOffset()
+		if err == nil {
+			err = s.copyEntries(pw, p, entries, packs[:i])
+		}
 		if errors.Is(err, errOffsetDelta) {
 			s.unmergeable[p.name] = true
 			return nil // try again without it next time
@@ -174,6 +177,27 @@ func (s *Store) merge(packs []mergeable) error {
 	// that still holds an old snapshot retries after a rescan (lookup).
 	s.replacePacks(removed, merged)
 	return nil
+}
+
+// duplicates counts the objects of p that a pack of earlier holds too.
+func duplicates(earlier []mergeable, p mergeable) int {
+	n := 0
+	for i := range int(p.objects) {
+		if len(earlier) > 0 && inAny(earlier, p.idx.hashAt(i)) {
+			n++
+		}
+	}
+	return n
+}
+
+// inAny reports whether one of packs holds h.
+func inAny(packs []mergeable, h plumbing.Hash) bool {
+	for _, q := range packs {
+		if _, ok := q.idx.find(h); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // defaultRetiredGrace is how long packs a merge replaced stay on disk. A directory
@@ -215,10 +239,10 @@ func (s *Store) deleteRetired(now time.Time) error {
 	return err
 }
 
-// copyEntries appends the entries of p (in pack order) whose objects are
-// not in done yet to pw, byte for byte, checking each against the CRC-32
-// in p's index.
-func (s *Store) copyEntries(pw *packWriter, p mergeable, entries []idxEntry, done map[plumbing.Hash]bool) error {
+// copyEntries appends the entries of p (in pack order) whose objects no
+// pack of earlier holds to pw, byte for byte, checking each against the
+// CRC-32 in p's index.
+func (s *Store) copyEntries(pw *packWriter, p mergeable, entries []idxEntry, earlier []mergeable) error {
 	f, err := os.Open(filepath.Join(s.packDir(), p.name+".pack"))
 	if err != nil {
 		return err
@@ -251,10 +275,9 @@ func (s *Store) copyEntries(pw *packWriter, p mergeable, entries []idxEntry, don
 		if t := entryType(entry); t != entryRefDelta && (t < plumbing.CommitObject || t > plumbing.TagObject) {
 			return errOffsetDelta
 		}
-		if done[e.hash] {
-			continue
+		if inAny(earlier, e.hash) {
+			continue // copied from that pack
 		}
-		done[e.hash] = true
 		if err := pw.add(e.hash, entry, e.crc); err != nil {
 			return err
 		}
