@@ -67,6 +67,14 @@ type Input struct {
 	Counter  *tokens.Counter
 	// Facts orders facts for eviction; nil treats every fact as unknown.
 	Facts func(text string) FactRecord
+	// CheckOnly stops once the proposal is known to apply or not (Propose's
+	// dry run): the same refusals, warnings, evictions and Layer 1 files as
+	// the full plan, but none of what only the commit needs — the eviction
+	// records in decisions.md, meta.json, changelog, timeline and message.
+	// decisions.md grows all an agent's life; reading, parsing and
+	// rewriting it at every dry run as well as at the apply was the larger
+	// part of planning a long-lived agent's proposals.
+	CheckOnly bool
 }
 
 // Plan is the content of the commit.
@@ -120,6 +128,15 @@ func (w *workspace) set(rel, content string) {
 	w.files[rel] = content
 	w.changed[rel] = true
 	delete(w.deleted, rel)
+}
+
+// changes maps the files changed so far to their new content.
+func (w *workspace) changes() map[string]string {
+	out := make(map[string]string, len(w.changed))
+	for rel := range w.changed {
+		out[rel] = w.files[rel]
+	}
+	return out
 }
 
 func (w *workspace) remove(rel string) {
@@ -185,7 +202,8 @@ func Build(in Input) (*Plan, error) {
 		}
 		return n
 	}
-	if err := evict(in, count, w, plan, date); err != nil {
+	records, err := evict(in, count, w, plan, date)
+	if err != nil {
 		return nil, err
 	}
 	summary = append(summary, evictionSummary(plan)...)
@@ -209,6 +227,13 @@ func Build(in Input) (*Plan, error) {
 		plan.Files = append(plan.Files, rel)
 	}
 	slices.Sort(plan.Files)
+	if in.CheckOnly {
+		plan.Changes = w.changes()
+		return plan, nil
+	}
+	if err := records(); err != nil {
+		return nil, err
+	}
 
 	// meta.json, changelog and timeline ride in the same commit.
 	snap, _ := w.get(memlayout.SnapshotFile)
@@ -259,10 +284,7 @@ func Build(in Input) (*Plan, error) {
 	})
 	w.set(tl, mdops.FoldTimeline(timeline, memlayout.TimelineDayLimit, count))
 
-	plan.Changes = map[string]string{}
-	for rel := range w.changed {
-		plan.Changes[rel] = w.files[rel]
-	}
+	plan.Changes = w.changes()
 	for rel := range w.deleted {
 		plan.Deleted = append(plan.Deleted, rel)
 	}
@@ -283,13 +305,16 @@ func Build(in Input) (*Plan, error) {
 // loops opened more than 14 days ago are frozen). When the
 // proposal's own additions alone do not fit, nothing is evicted and the
 // limit check after this refuses the proposal.
-func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time.Time) error {
+//
+// Writing the records into decisions.md is left to the returned records,
+// which a check (Input.CheckOnly) never calls.
+func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time.Time) (records func() error, err error) {
 	agent := in.Proposal.GetAgentId()
 	var decisionLines, frozenLines []string
 
 	facts, err := w.get(memlayout.FactsFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	own := make(map[string]bool, len(plan.AddedFacts))
 	for _, f := range plan.AddedFacts {
@@ -332,7 +357,7 @@ func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time
 
 	loops, err := w.get(memlayout.OpenLoopsFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if kept, removed, frozen := mdops.EvictLoops(loops, memlayout.OpenLoopsLimit, count, date); kept != loops || len(removed)+len(frozen) > 0 {
 		w.set(memlayout.OpenLoopsFile, kept)
@@ -345,21 +370,23 @@ func evict(in Input, count func(string) int, w *workspace, plan *Plan, date time
 		}
 	}
 
-	if len(decisionLines)+len(frozenLines) == 0 {
+	return func() error {
+		if len(decisionLines)+len(frozenLines) == 0 {
+			return nil
+		}
+		decisions, err := w.get(memlayout.DecisionsFile)
+		if err != nil {
+			return err
+		}
+		if len(decisionLines) > 0 {
+			decisions = mdops.AppendToDecisionsSection(decisions, agent, mdops.SectionEvictedFacts, decisionLines)
+		}
+		if len(frozenLines) > 0 {
+			decisions = mdops.AppendToDecisionsSection(decisions, agent, mdops.SectionFrozenLoops, frozenLines)
+		}
+		w.set(memlayout.DecisionsFile, decisions)
 		return nil
-	}
-	decisions, err := w.get(memlayout.DecisionsFile)
-	if err != nil {
-		return err
-	}
-	if len(decisionLines) > 0 {
-		decisions = mdops.AppendToDecisionsSection(decisions, agent, mdops.SectionEvictedFacts, decisionLines)
-	}
-	if len(frozenLines) > 0 {
-		decisions = mdops.AppendToDecisionsSection(decisions, agent, mdops.SectionFrozenLoops, frozenLines)
-	}
-	w.set(memlayout.DecisionsFile, decisions)
-	return nil
+	}, nil
 }
 
 // factRank places a fact in the eviction order: stale when neither added

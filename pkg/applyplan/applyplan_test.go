@@ -121,3 +121,63 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
+
+// A check (Propose's dry run) decides exactly what the full plan decides —
+// the same refusals, warnings, evictions and Layer 1 files — without reading
+// what only the commit's bookkeeping needs: decisions.md (which grows all an
+// agent's life and was read, parsed and rewritten at every dry run), the
+// changelog and the day's timeline.
+func TestCheckDecidesAsTheFullPlanWithoutTheBookkeeping(t *testing.T) {
+	var facts strings.Builder
+	facts.WriteString("# Facts: a\n\n## Domain\n")
+	for i := range 700 {
+		facts.WriteString("- an older fact about the gateway, number " + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + "\n")
+	}
+	layer1 := map[string]string{
+		"meta.json":     string(memlayout.Meta{AgentID: "a", Version: 3}.Encode()),
+		"facts.md":      facts.String(),
+		"open_loops.md": "# Open Loops: a\n\n## Open\n- [ ] loop_001: t — opened 2026-02-01 | priority: normal\n",
+		"snapshot.md":   "# Snapshot: a\n",
+	}
+	all := map[string]string{"decisions.md": "# Decisions: a\n\n## Evicted facts\n- old\n", "changelog.md": "# Changelog: a\n",
+		"timeline/2026-02-17.md": "# Timeline: a\n"}
+	for k, v := range layer1 {
+		all[k] = v
+	}
+	bookkeeping := func(rel string) (string, bool, error) {
+		if _, ok := layer1[rel]; !ok && rel != "runs/run_7.md" {
+			t.Errorf("a check read %s", rel)
+		}
+		return files(all)(rel)
+	}
+	for name, u := range map[string]*memoryv1.FileUpdate{
+		"append evicting": {File: "facts.md", Operation: memoryv1.Operation_OPERATION_APPEND, Section: "Domain", Content: "- a new fact"},
+		"remove missing":  {File: "facts.md", Operation: memoryv1.Operation_OPERATION_REMOVE, Content: "- nope"},
+		"close missing":   {File: "open_loops.md", Operation: memoryv1.Operation_OPERATION_CLOSE, LoopId: "loop_009"},
+		"too big":         {File: "snapshot.md", Operation: memoryv1.Operation_OPERATION_REPLACE, Content: strings.Repeat("word ", 3000)},
+		"layer 2 block":   {File: "runs/run_7.md", Operation: memoryv1.Operation_OPERATION_REPLACE, Content: "<!-- ALWAYS_LOAD -->\nx\n<!-- /ALWAYS_LOAD -->"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &memoryv1.Proposal{ProposalId: "proposal_1", AgentId: "a", RunId: "run_7", Updates: []*memoryv1.FileUpdate{u}}
+			full, fullErr := Build(Input{Proposal: p, Read: files(all), Now: now, Counter: counter(t)})
+			check, checkErr := Build(Input{Proposal: p, Read: bookkeeping, Now: now, Counter: counter(t), CheckOnly: true})
+			if fullErr != nil {
+				require.Equal(t, fullErr, checkErr)
+				return
+			}
+			require.NoError(t, checkErr)
+			switch name {
+			case "append evicting":
+				require.NotEmpty(t, full.EvictedFacts, "the case evicts")
+			case "layer 2 block":
+				require.NotEmpty(t, full.Warnings, "the case warns")
+			}
+			require.Equal(t, full.Warnings, check.Warnings)
+			require.Equal(t, full.EvictedFacts, check.EvictedFacts)
+			require.Equal(t, full.AddedFacts, check.AddedFacts)
+			for _, rel := range []string{"snapshot.md", "facts.md", "open_loops.md"} {
+				require.Equal(t, full.Changes[rel], check.Changes[rel], rel)
+			}
+		})
+	}
+}

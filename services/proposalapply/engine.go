@@ -272,7 +272,7 @@ func (s *Service) planApply(ctx context.Context, rec *proposalstore.Record) (app
 		}
 	}
 	now := s.now()
-	plan, err := s.plan(ctx, p, headRead, now)
+	plan, err := s.plan(ctx, p, headRead, now, false)
 	if inv := (*applyplan.Invalid)(nil); errors.As(err, &inv) {
 		o := failure(memoryv1.StatusReason_STATUS_REASON_VALIDATION_FAILED, err.Error())
 		if inv.Reason == memoryv1.ErrorReason_ERROR_REASON_TOKEN_LIMIT_EXCEEDED {

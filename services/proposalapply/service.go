@@ -171,14 +171,15 @@ func (s *Service) reader(ctx context.Context, commit plumbing.Hash, agentID stri
 }
 
 // plan is the commit that applies p on the files read returns at time now,
-// eviction ordered by the agent's fact index. Propose (a dry run) and the
-// apply both plan through it, so they agree.
-func (s *Service) plan(ctx context.Context, p *memoryv1.Proposal, read applyplan.Reader, now time.Time) (*applyplan.Plan, error) {
+// eviction ordered by the agent's fact index. Propose (a dry run, checkOnly:
+// see applyplan.Input.CheckOnly) and the apply both plan through it, so
+// they agree.
+func (s *Service) plan(ctx context.Context, p *memoryv1.Proposal, read applyplan.Reader, now time.Time, checkOnly bool) (*applyplan.Plan, error) {
 	facts, err := s.facts.RecordsOf(ctx, p.GetAgentId())
 	if err != nil {
 		return nil, err
 	}
-	return applyplan.Build(applyplan.Input{Proposal: p, Read: read, Now: now, Counter: s.counter, Facts: facts})
+	return applyplan.Build(applyplan.Input{Proposal: p, Read: read, Now: now, Counter: s.counter, Facts: facts, CheckOnly: checkOnly})
 }
 
 // headMeta returns main's head and the agent's meta.json and policy there.

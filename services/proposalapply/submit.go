@@ -80,14 +80,15 @@ func (s *Service) propose(ctx context.Context, in proposeInput) (*memoryv1.Propo
 	return rec.Proposal, nil
 }
 
-// dryRun plans p's commit on head exactly as the apply does and refuses the
+// dryRun checks p on head as the apply's plan does (applyplan's CheckOnly:
+// the same decisions, without the commit's bookkeeping) and refuses the
 // proposal with the plan's reason when it cannot apply there: a loop that is
 // not open, a fact that is not in facts.md, a heading smuggled into a
 // section, additions that alone exceed a Layer 1 limit (spec DiffMem
 // §11.3), ALWAYS_LOAD blocks over --always-load-limit.
 func (s *Service) dryRun(ctx context.Context, p *memoryv1.Proposal, head plumbing.Hash) (*applyplan.Plan, error) {
 	read := s.reader(ctx, head, p.GetAgentId())
-	plan, err := s.plan(ctx, p, read, s.now())
+	plan, err := s.plan(ctx, p, read, s.now(), true)
 	if inv := (*applyplan.Invalid)(nil); errors.As(err, &inv) {
 		code := codes.InvalidArgument
 		if inv.Reason == memoryv1.ErrorReason_ERROR_REASON_MEMORY_CORRUPTED {
