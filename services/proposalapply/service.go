@@ -159,14 +159,14 @@ func (s *Service) reader(ctx context.Context, commit plumbing.Hash, agentID stri
 		if err != nil {
 			return "", false, err
 		}
-		data, err := s.repo.ReadFile(ctx, commit, f.Path)
+		text, _, err := s.repo.ReadTextBlob(ctx, commit, f.Path)
 		if errors.Is(err, memrepo.ErrFileNotFound) {
 			return "", false, nil
 		}
 		if err != nil {
 			return "", false, err
 		}
-		return string(data), true, nil
+		return text, true, nil
 	}
 }
 

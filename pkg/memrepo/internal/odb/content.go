@@ -3,6 +3,7 @@ package odb
 import (
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -28,14 +29,23 @@ func CopyContent(o plumbing.EncodedObject) ([]byte, error) {
 	return buf, nil
 }
 
-// TextContent is CopyContent as a string: a packed object is copied once,
-// where string(CopyContent) would copy it twice.
+// TextContent is CopyContent as a string, copied once where
+// string(CopyContent) would copy it twice.
 func TextContent(o plumbing.EncodedObject) (string, error) {
 	if po, ok := o.(*packedObject); ok {
 		return string(po.cont), nil
 	}
-	buf, err := CopyContent(o)
-	return string(buf), err
+	rd, err := o.Reader()
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = rd.Close() }() // read only
+	var b strings.Builder
+	b.Grow(int(o.Size()))
+	if _, err := io.Copy(&b, rd); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }
 
 // SharedContent returns o's content, shared with the cache when it comes
