@@ -183,7 +183,7 @@ func (s *Store) merge(packs []mergeable) error {
 func duplicates(earlier []mergeable, p mergeable) int {
 	n := 0
 	for i := range int(p.objects) {
-		if len(earlier) > 0 && inAny(earlier, p.idx.hashAt(i)) {
+		if inAny(earlier, p.idx.hashAt(i)) {
 			n++
 		}
 	}
