@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -353,4 +354,44 @@ func TestReadTextBlob(t *testing.T) {
 	require.ErrorIs(t, err, ErrFileNotFound, "a directory is not a file")
 	_, _, err = r.ReadTextBlob(ctx, h, "../x")
 	require.ErrorIs(t, err, ErrInvalidPath)
+}
+
+// A file read as text comes from the object cache without a copy: the
+// writer and both followers read an agent's decisions.md (which grows all
+// its life) after every commit, and copying it for each of them was the
+// largest allocation of a loaded memoryd (issue #25's soak profiles). The
+// version just committed is cached too, so the first reads after a commit
+// do not inflate it from the pack either.
+func TestReadTextOfCachedBlobDoesNotCopy(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRepo(t)
+	content := strings.Repeat("- a decision record, appended\n", 10_000) // 290 KB
+	h := commit(t, r, "m", put("memory/a/decisions.md", content))
+
+	read := func() (string, plumbing.Hash) {
+		text, blob, err := r.ReadTextBlob(ctx, h, "memory/a/decisions.md")
+		require.NoError(t, err)
+		return text, blob
+	}
+	text, blob := read()
+	require.Equal(t, content, text)
+	byHash, err := r.ReadBlobText(ctx, blob)
+	require.NoError(t, err)
+	require.Equal(t, content, byHash)
+
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	const reads = 50
+	bytes := allocated(func() {
+		for range reads {
+			read()
+			_, _ = r.ReadBlobText(ctx, blob)
+		}
+	})
+	require.Less(t, bytes, uint64(len(content)), "%d reads of a %d-byte file allocated %d bytes", 2*reads, len(content), bytes)
 }

@@ -37,6 +37,8 @@ type Change struct {
 	Path string
 	// Content is the new file content (a regular, non-executable file
 	// unless the existing file is executable). Ignored when Delete is set.
+	// The commit keeps it, uncopied, as the new blob (and the object cache
+	// hands it out to readers): it must not be modified after the call.
 	Content []byte
 	// Delete removes the file; directories left empty disappear with it.
 	Delete bool
@@ -419,11 +421,7 @@ func (b *treeBuilder) put(path string, content []byte) error {
 	if err != nil {
 		return err
 	}
-	blob := &plumbing.MemoryObject{}
-	blob.SetType(plumbing.BlobObject)
-	if _, err := blob.Write(content); err != nil {
-		return err
-	}
+	blob := odb.NewObject(plumbing.BlobObject, content) // see Change.Content
 	h := blob.Hash()
 
 	name := segs[len(segs)-1]
@@ -473,7 +471,7 @@ func (b *treeBuilder) remove(path string) error {
 }
 
 // add queues a new object for writing (once per hash) and returns its hash.
-func (b *treeBuilder) add(o *plumbing.MemoryObject) plumbing.Hash { return b.objects.Add(o) }
+func (b *treeBuilder) add(o plumbing.EncodedObject) plumbing.Hash { return b.objects.Add(o) }
 
 // build encodes every changed tree bottom-up and returns the new root tree
 // hash. Directories left empty are pruned (git cannot represent them).
@@ -505,10 +503,7 @@ func (b *treeBuilder) encode(n *treeNode, isRoot bool) (plumbing.Hash, bool, err
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
-	o, err := treeObject(content)
-	if err != nil {
-		return plumbing.ZeroHash, false, err
-	}
+	o := odb.NewObject(plumbing.TreeObject, content)
 	if o.Hash() == n.orig {
 		return n.orig, false, nil // unchanged: nothing to write
 	}
@@ -527,21 +522,12 @@ func compareTreeEntries(a, b object.TreeEntry) int {
 // encodeTree encodes sorted entries as a git tree object: "<octal mode>
 // <name>\0<hash>" each, as go-git's Tree.Encode writes them, without its
 // formatted print per entry.
-func encodeTree(entries []object.TreeEntry) (*plumbing.MemoryObject, error) {
+func encodeTree(entries []object.TreeEntry) (plumbing.EncodedObject, error) {
 	buf, err := encodeTreeContent(entries)
 	if err != nil {
 		return nil, err
 	}
-	return treeObject(buf)
-}
-
-func treeObject(content []byte) (*plumbing.MemoryObject, error) {
-	o := &plumbing.MemoryObject{}
-	o.SetType(plumbing.TreeObject)
-	if _, err := o.Write(content); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return odb.NewObject(plumbing.TreeObject, buf), nil
 }
 
 // encodeTreeContent returns the content of the tree object of entries.

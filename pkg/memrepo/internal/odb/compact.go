@@ -250,6 +250,7 @@ func (s *Store) copyEntries(pw *packWriter, p mergeable, entries []idxEntry, ear
 	defer func() { _ = f.Close() }() // read only
 	r := bufio.NewReaderSize(f, 64<<10)
 	pos := int64(0)
+	var buf []byte // one entry at a time: a merge copies hundreds of MB
 	for i, e := range entries {
 		end := p.size - 20 // the SHA-1 trailer
 		if i+1 < len(entries) {
@@ -262,7 +263,10 @@ func (s *Store) copyEntries(pw *packWriter, p mergeable, entries []idxEntry, ear
 		if _, err := r.Discard(int(off - pos)); err != nil {
 			return err
 		}
-		entry := make([]byte, end-off)
+		if int64(cap(buf)) < end-off {
+			buf = make([]byte, end-off)
+		}
+		entry := buf[:end-off]
 		if _, err := io.ReadFull(r, entry); err != nil {
 			return err
 		}

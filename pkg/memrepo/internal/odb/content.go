@@ -4,6 +4,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -29,11 +30,16 @@ func CopyContent(o plumbing.EncodedObject) ([]byte, error) {
 	return buf, nil
 }
 
-// TextContent is CopyContent as a string, copied once where
-// string(CopyContent) would copy it twice.
+// TextContent is o's content as a string. A packed (or NewObject) object's
+// content is never modified once made — it is shared through the cache —
+// so the string is that content, not a copy: the write plane and both
+// followers read each new version of a file that grows all an agent's life
+// (decisions.md), and copying it for each was the largest allocation of a
+// loaded memoryd (issue #25). Other objects are copied once, where
+// string(CopyContent) would copy them twice.
 func TextContent(o plumbing.EncodedObject) (string, error) {
 	if po, ok := o.(*packedObject); ok {
-		return string(po.cont), nil
+		return unsafe.String(unsafe.SliceData(po.cont), len(po.cont)), nil
 	}
 	rd, err := o.Reader()
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 // Later commits of the chain read the trees of earlier ones from it, since
 // nothing is on disk before the whole chain is written (WriteNew).
 type ObjectSet struct {
-	list   []*plumbing.MemoryObject
-	byHash map[plumbing.Hash]*plumbing.MemoryObject
+	list   []plumbing.EncodedObject
+	byHash map[plumbing.Hash]plumbing.EncodedObject
 	// trees holds the entries of the trees built so far (read-only), so the
 	// next commit of the chain need not decode them again.
 	trees map[plumbing.Hash][]object.TreeEntry
@@ -36,7 +36,7 @@ const MaxTreeDeltaDepth = 10
 // NewObjectSet returns an empty set.
 func NewObjectSet() *ObjectSet {
 	return &ObjectSet{
-		byHash:      map[plumbing.Hash]*plumbing.MemoryObject{},
+		byHash:      map[plumbing.Hash]plumbing.EncodedObject{},
 		trees:       map[plumbing.Hash][]object.TreeEntry{},
 		treeContent: map[plumbing.Hash][]byte{},
 		deltaBases:  map[plumbing.Hash]deltaBase{},
@@ -70,7 +70,7 @@ func (s *ObjectSet) Tree(h plumbing.Hash) ([]object.TreeEntry, bool) {
 }
 
 // Add queues a new object (once per hash) and returns its hash.
-func (s *ObjectSet) Add(o *plumbing.MemoryObject) plumbing.Hash {
+func (s *ObjectSet) Add(o plumbing.EncodedObject) plumbing.Hash {
 	h := o.Hash()
 	if _, ok := s.byHash[h]; !ok {
 		s.byHash[h] = o
@@ -79,17 +79,20 @@ func (s *ObjectSet) Add(o *plumbing.MemoryObject) plumbing.Hash {
 	return h
 }
 
+// NewObject returns the object of type t holding content, which it keeps:
+// the caller must not modify content afterwards. Such an object hands out
+// its content without a copy (SharedContent, TextContent), as a cached
+// packed object does, where a plumbing.MemoryObject only hands out copies.
+func NewObject(t plumbing.ObjectType, content []byte) plumbing.EncodedObject {
+	return &packedObject{h: plumbing.ComputeHash(t, content), t: t, cont: content}
+}
+
 // Warm puts the objects of set, once WriteNew has made them durable, into
 // the object cache: the next commit reads these trees back as its parent,
-// so keep them hot. Trees are cached as their raw bytes, which the diff of
-// every commit walks without a copy (a memory object only hands out
-// copies).
+// and the followers and the next plan read the files just written, so keep
+// them hot.
 func (s *Store) Warm(set *ObjectSet) {
 	for _, o := range set.list {
-		if raw, ok := set.treeContent[o.Hash()]; ok {
-			s.cache.put(&packedObject{h: o.Hash(), t: plumbing.TreeObject, cont: raw})
-			continue
-		}
 		s.cache.put(o)
 	}
 }

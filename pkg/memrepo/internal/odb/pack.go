@@ -85,14 +85,14 @@ func (s *Store) WriteNew(set *ObjectSet) error {
 // withoutStored returns the objects that are not in the repository yet;
 // those that are get reused (see reuse). If reusing fails (the file vanished
 // or is not ours to touch), the object is written again.
-func (s *Store) withoutStored(objs []*plumbing.MemoryObject) ([]*plumbing.MemoryObject, error) {
+func (s *Store) withoutStored(objs []plumbing.EncodedObject) ([]plumbing.EncodedObject, error) {
 	packs, err := s.packList(false)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
 	reused := map[string]bool{}
-	var fresh []*plumbing.MemoryObject
+	var fresh []plumbing.EncodedObject
 	for _, o := range objs {
 		path := s.storedAt(o.Hash(), packs)
 		if path != "" && !reused[path] && reuse(path, now) == nil {
@@ -188,7 +188,7 @@ func (s *Store) replacePacks(removed map[string]bool, added *packIndex) {
 // encode returns the pack entry of o: a REF_DELTA against the tree it
 // replaced when that one is in written (this pack, earlier) and the delta
 // pays, else the whole object.
-func (set *ObjectSet) encode(o *plumbing.MemoryObject, written map[plumbing.Hash]bool) ([]byte, error) {
+func (set *ObjectSet) encode(o plumbing.EncodedObject, written map[plumbing.Hash]bool) ([]byte, error) {
 	base, ok := set.deltaBases[o.Hash()]
 	if !ok || !written[base.hash] {
 		return encodeEntry(o)
@@ -208,7 +208,7 @@ func (set *ObjectSet) encode(o *plumbing.MemoryObject, written map[plumbing.Hash
 
 // encodeEntry returns the pack entry of o: git's type-and-size header
 // followed by the zlib-compressed content.
-func encodeEntry(o *plumbing.MemoryObject) ([]byte, error) {
+func encodeEntry(o plumbing.EncodedObject) ([]byte, error) {
 	var buf bytes.Buffer
 	writeEntryHeader(&buf, int(o.Type()), o.Size())
 	r, err := o.Reader()
