@@ -208,7 +208,11 @@ type outcome struct {
 	flags          []string
 	// What the plan did besides the proposal's own updates.
 	evictedFacts, frozenLoops, removedClosedLoops, warnings []string
-	addedFacts, goneFacts                                   []string
+	addedFacts                                              []string
+	// factHashes are those of the facts in facts.md after the commit, when
+	// it changed facts.md (nil when it did not): the fact index keeps
+	// records of these only.
+	factHashes map[string]bool
 }
 
 func failure(reason memoryv1.StatusReason, msg string) outcome {
@@ -323,11 +327,15 @@ func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outco
 	if err != nil {
 		return outcome{}, err
 	}
-	return outcome{
+	o := outcome{
 		status: memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED, sha: sha.String(), version: plan.Meta.Version,
 		evictedFacts: plan.EvictedFacts, frozenLoops: plan.FrozenLoops, removedClosedLoops: plan.RemovedClosedLoops,
-		warnings: plan.Warnings, addedFacts: plan.AddedFacts, goneFacts: append(plan.RemovedFacts, plan.EvictedFacts...),
-	}, nil
+		warnings: plan.Warnings, addedFacts: plan.AddedFacts,
+	}
+	if facts, ok := plan.Changes[memlayout.FactsFile]; ok {
+		o.factHashes = factHashes(facts)
+	}
+	return o, nil
 }
 
 // finish records the outcome durably, then tells followers.
@@ -359,7 +367,11 @@ func (e *engine) finish(ctx context.Context, rec *proposalstore.Record, o outcom
 	if o.status == memoryv1.ProposalStatus_PROPOSAL_STATUS_APPLIED {
 		log.Info("proposal applied", "commit", o.sha, "version", o.version)
 		agent := rec.Proposal.GetAgentId()
-		if err := errors.Join(s.facts.Forget(ctx, agent, o.goneFacts), s.facts.Added(ctx, agent, o.addedFacts, now, o.version)); err != nil {
+		var retained error
+		if o.factHashes != nil {
+			retained = s.facts.Retain(ctx, agent, o.factHashes)
+		}
+		if err := errors.Join(retained, s.facts.Added(ctx, agent, o.addedFacts, now, o.version)); err != nil {
 			s.logger.Warn("fact index not updated", "agent", agent, "err", err)
 		}
 		s.hub.notify()

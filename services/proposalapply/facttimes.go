@@ -193,23 +193,31 @@ func (f *factTimes) Added(ctx context.Context, agentID string, facts []string, a
 	})
 }
 
-// Forget drops the records of facts that left facts.md, so the index does
-// not grow with history: a fact appended again later starts afresh.
-func (f *factTimes) Forget(ctx context.Context, agentID string, facts []string) error {
-	if len(facts) == 0 {
-		return nil
-	}
+// Retain drops the records of facts whose hashes are not in present (the
+// facts of the agent's facts.md): those that left it, by eviction, by a
+// proposal or by a person's commit. So the index never holds more records
+// than the file has facts, and a fact appended again later starts afresh.
+func (f *factTimes) Retain(ctx context.Context, agentID string, present map[string]bool) error {
 	return f.update(ctx, agentID, func(d *factDoc) int {
 		n := 0
-		for _, text := range facts {
-			h := mdops.FactHash(text)
-			if _, ok := d.Facts[h]; ok {
+		for h := range d.Facts {
+			if !present[h] {
 				delete(d.Facts, h)
 				n++
 			}
 		}
 		return n
 	})
+}
+
+// factHashes are the FactHash of every fact of a facts.md.
+func factHashes(factsMD string) map[string]bool {
+	facts := mdops.ParseFacts(factsMD)
+	hs := make(map[string]bool, len(facts))
+	for _, f := range facts {
+		hs[mdops.FactHash(f.Text)] = true
+	}
+	return hs
 }
 
 // UsageResolution is how much newer a use must be than the recorded one to

@@ -6,14 +6,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	memoryv1 "github.com/garden-bloom/memory/gen/go/gardenbloom/memory/v1"
 	"github.com/garden-bloom/memory/pkg/blob"
+	"github.com/garden-bloom/memory/pkg/mdops"
+	"github.com/garden-bloom/memory/pkg/memrepo"
 )
 
 // A fact read all the time rewrites its agent's index at most once per
@@ -121,3 +126,58 @@ func TestFactDocUnreadableStartsAfresh(t *testing.T) {
 }
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// The fact index holds records of the facts in the agent's facts.md only
+// (issue #25: "the fact index is pruned as facts leave"; it grew with
+// every usage report of a fact evicted before the report came, to 1,280
+// records beside 279 facts in a soak, each copied by every plan): a usage
+// report of a fact that is not there — never was, or has left — is not
+// accepted and not recorded, and an apply that changes facts.md drops the
+// records of facts a person removed with git.
+func TestFactIndexHoldsOnlyFactsInFactsMD(t *testing.T) {
+	e := newEnv(t, autoApprove)
+	ctx := context.Background()
+	apply := func(run, facts string) {
+		resp := e.propose(&memoryv1.ProposeRequest{AgentId: "fi", RunId: run, Updates: []*memoryv1.FileUpdate{appendFact("Domain", facts)}})
+		e.waitApplied(resp.GetProposalId())
+	}
+	report := func(texts ...string) int32 {
+		req := &memoryv1.ReportFactUsageRequest{AgentId: "fi"}
+		for _, text := range texts {
+			req.Usages = append(req.Usages, &memoryv1.FactUsage{FactHash: mdops.FactHash(text)})
+		}
+		resp, err := e.client.ReportFactUsage(e.service(), req)
+		require.NoError(t, err)
+		return resp.GetAccepted()
+	}
+	hashes := func(texts ...string) []string {
+		var hs []string
+		for _, text := range texts {
+			hs = append(hs, mdops.FactHash(text))
+		}
+		return hs
+	}
+	records := func() []string {
+		doc, err := e.svc.facts.load(ctx, "fi")
+		require.NoError(t, err)
+		return slices.Collect(maps.Keys(doc.Facts))
+	}
+
+	apply("run_1", "- kept fact one\n- kept fact two\n- fact a person removes")
+	require.ElementsMatch(t, hashes("kept fact one", "kept fact two", "fact a person removes"), records())
+	require.Equal(t, int32(1), report("kept fact one", "never a fact of this agent"), "only the fact in facts.md is accepted")
+	require.ElementsMatch(t, hashes("kept fact one", "kept fact two", "fact a person removes"), records())
+
+	facts := e.file("fi", "facts.md")
+	require.Contains(t, facts, "- fact a person removes\n")
+	head, err := e.repo.Head(ctx)
+	require.NoError(t, err)
+	_, err = e.repo.Commit(ctx, memrepo.CommitRequest{Parent: head, Message: "a person removes a fact",
+		Changes: []memrepo.Change{{Path: "memory/fi/facts.md", Content: []byte(strings.Replace(facts, "- fact a person removes\n", "", 1))}}})
+	require.NoError(t, err)
+	require.Equal(t, int32(0), report("fact a person removes"), "a fact no longer in facts.md is not accepted")
+
+	apply("run_2", "- a new fact")
+	require.ElementsMatch(t, hashes("kept fact one", "kept fact two", "a new fact"), records(),
+		"the apply that changed facts.md dropped the record of the fact the person removed")
+}

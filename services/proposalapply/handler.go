@@ -276,11 +276,22 @@ func (h *handler) ReportFactUsage(ctx context.Context, req *memoryv1.ReportFactU
 	if _, err := authz.RequireAgent(ctx, req.GetAgentId(), auth.RoleService, auth.RoleAdmin); err != nil {
 		return nil, err
 	}
-	// The newest use of each fact; a use without a time is now.
-	times := make(map[string]time.Time, len(req.GetUsages()))
 	for i, u := range req.GetUsages() {
 		if b, err := hex.DecodeString(u.GetFactHash()); err != nil || len(b) != 32 {
 			return nil, apierr.InvalidArgument(fmt.Sprintf("usages[%d].factHash", i), "factHash must be a hex sha256")
+		}
+	}
+	present, err := h.svc.headFactHashes(ctx, req.GetAgentId())
+	if err != nil {
+		return nil, h.svc.internal(err, "reading the agent's facts")
+	}
+	// The newest use of each fact in facts.md; a use without a time is now.
+	// A fact that is not there (it left before the report came, or never
+	// was) is not accepted: its record would only grow the index.
+	times := make(map[string]time.Time, len(req.GetUsages()))
+	for _, u := range req.GetUsages() {
+		if !present[u.GetFactHash()] {
+			continue
 		}
 		at := h.svc.now()
 		if u.GetUsedAt() != nil {

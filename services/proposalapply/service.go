@@ -182,6 +182,20 @@ func (s *Service) plan(ctx context.Context, p *memoryv1.Proposal, read applyplan
 	return applyplan.Build(applyplan.Input{Proposal: p, Read: read, Now: now, Counter: s.counter, Facts: facts, CheckOnly: checkOnly})
 }
 
+// headFactHashes are the hashes of the facts in the agent's facts.md on
+// main's head (none when it has no facts.md).
+func (s *Service) headFactHashes(ctx context.Context, agentID string) (map[string]bool, error) {
+	head, err := s.repo.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	facts, _, err := s.reader(ctx, head, agentID)(memlayout.FactsFile)
+	if err != nil {
+		return nil, err
+	}
+	return factHashes(facts), nil
+}
+
 // headMeta returns main's head and the agent's meta.json and policy there.
 func (s *Service) headState(ctx context.Context, agentID string) (plumbing.Hash, memlayout.Meta, memlayout.Policy, error) {
 	head, err := s.repo.Head(ctx)

@@ -2603,8 +2603,11 @@ func (x *ReportFactUsageRequest) GetUsages() []*FactUsage {
 }
 
 type ReportFactUsageResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Accepted      int32                  `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many distinct facts were recorded as used: those in the agent's
+	// facts.md on main's head. A usage of a fact that is not there (it left
+	// before the report came, or never was) is not recorded.
+	Accepted      int32 `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
