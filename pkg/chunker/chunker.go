@@ -111,8 +111,26 @@ func Split(md string, opts Options) []Chunk {
 		limit = DefaultMaxChars
 	}
 	p := &parser{lines: splitLines(md), limit: limit}
+	if !strings.Contains(md, "\r") {
+		// Lines are then md's bytes between its "\n"s, so a block of lines
+		// is a substring of md (text): joining them copied the whole file
+		// again for every version the search index chunks.
+		p.md = md
+		p.starts = make([]int, len(p.lines))
+		for i := 1; i < len(p.lines); i++ {
+			p.starts[i] = p.starts[i-1] + len(p.lines[i-1]) + 1
+		}
+	}
 	p.run()
 	return p.out
+}
+
+// text is lines [start, end] joined by "\n".
+func (p *parser) text(start, end int) string {
+	if p.starts == nil {
+		return strings.Join(p.lines[start:end+1], "\n")
+	}
+	return p.md[p.starts[start] : p.starts[end]+len(p.lines[end])]
 }
 
 // Title returns the text of the first level-1 ("# ") heading outside code
@@ -160,8 +178,12 @@ type pendingHeading struct {
 
 type parser struct {
 	lines []string
-	limit int // Options.MaxChars, defaulted
-	out   []Chunk
+	// md and starts (each line's offset in md) are set when the lines are
+	// exactly md's (no "\r" dropped): see text.
+	md     string
+	starts []int
+	limit  int // Options.MaxChars, defaulted
+	out    []Chunk
 
 	stack   []headingEntry
 	pending *pendingHeading
@@ -343,7 +365,7 @@ func (p *parser) emit(kind string, start, end int) {
 // add appends lines [start, end] (0-based, non-blank edges) as one chunk,
 // or as several if the text is longer than the limit.
 func (p *parser) add(kind string, start, end int, headings []string) {
-	text := strings.Join(p.lines[start:end+1], "\n")
+	text := p.text(start, end)
 	if utf8.RuneCountInString(text) <= p.limit {
 		p.out = append(p.out, Chunk{Text: text, StartLine: start + 1, EndLine: end + 1, Headings: headings, Kind: kind})
 		return
@@ -364,7 +386,7 @@ func (p *parser) split(kind string, start, end int, headings []string) {
 			buf = buf[:len(buf)-1]
 		}
 		if len(buf) > 0 {
-			add(strings.Join(buf, "\n"), bufStart, bufStart+len(buf)-1)
+			add(p.text(bufStart, bufStart+len(buf)-1), bufStart, bufStart+len(buf)-1)
 		}
 		buf, size = nil, 0
 	}

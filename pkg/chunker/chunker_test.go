@@ -1,6 +1,7 @@
 package chunker
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -455,6 +456,27 @@ func isRefBreak(s string) bool {
 func BenchmarkSplit(b *testing.B) {
 	md := strings.Repeat("## Section\n- fact one about MinIO and git\n  - sub item\n\nA paragraph of text.\n\n", 200) +
 		strings.Repeat("word ", 200000) + "\n"
+	b.ReportAllocs()
+	for b.Loop() {
+		Split(md, Options{})
+	}
+}
+
+// BenchmarkSplitDecisionLog chunks a decisions.md of about 300 KB, the
+// shape the search index rechunks after every eviction: ADR entries, then
+// one long "Evicted facts" appendix of bullets.
+func BenchmarkSplitDecisionLog(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("# Decisions: agent-00001\n\n")
+	for i := range 150 {
+		fmt.Fprintf(&sb, "## 2026-11-%02d — Decision %d: move the quiet backup to the eastern bucket\n**Status:** accepted\n**Context:** The nightly backup of the storage cluster ran long again.\n**Decision:** Move it to the eastern bucket.\n**Rationale:** Its zone has headroom.\n**Consequences:** The restore drill changes.\n**Run:** run_%06d\n\n", 1+i%28, i, i)
+	}
+	sb.WriteString("## Evicted facts\n")
+	for i := range 1500 {
+		fmt.Fprintf(&sb, "- The [[entity:cluster-%d]] keeps its replicas in three zones for durability (evicted 2026-11-27, over-limit, added 2026-11-26)\n", i)
+	}
+	md := sb.String()
+	b.SetBytes(int64(len(md)))
 	b.ReportAllocs()
 	for b.Loop() {
 		Split(md, Options{})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -42,6 +43,15 @@ type Change struct {
 	Content []byte
 	// Delete removes the file; directories left empty disappear with it.
 	Delete bool
+}
+
+// TextChange is the Change that writes content to path, sharing content's
+// bytes instead of copying them: a commit keeps a change's content
+// unmodified (see Content), and a string's bytes never change either. The
+// apply engine's files are strings, some of which (decisions.md) grow all
+// an agent's life.
+func TextChange(path, content string) Change {
+	return Change{Path: path, Content: unsafe.Slice(unsafe.StringData(content), len(content))}
 }
 
 // Signature identifies the author or committer of a commit.

@@ -597,3 +597,17 @@ func TestInvalidCommitRequest(t *testing.T) {
 	}
 	require.Equal(t, h, head(t, r))
 }
+
+// A TextChange commits the string's bytes as they are, the empty string
+// as an empty file, and what git and a read give back is that text.
+func TestTextChangeCommitsTheString(t *testing.T) {
+	r := newTestRepo(t)
+	text := strings.Repeat("## 2026-11-27 — a decision\n**Status:** accepted\n", 100)
+	h := commit(t, r, "m", TextChange("memory/a/decisions.md", text), TextChange("memory/a/empty.md", ""))
+	require.Equal(t, text, mustGit(t, r.Path(), "show", h.String()+":memory/a/decisions.md"))
+	require.Empty(t, mustGit(t, r.Path(), "show", h.String()+":memory/a/empty.md"))
+	got, _, err := r.ReadTextBlob(context.Background(), h, "memory/a/decisions.md")
+	require.NoError(t, err)
+	require.Equal(t, text, got)
+	requireFsckClean(t, r.Path())
+}

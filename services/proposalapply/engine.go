@@ -313,7 +313,7 @@ func (e *engine) tryApply(ctx context.Context, rec *proposalstore.Record) (outco
 		if err != nil {
 			return outcome{}, err
 		}
-		changes = append(changes, memrepo.Change{Path: f.Path, Content: []byte(content)})
+		changes = append(changes, memrepo.TextChange(f.Path, content))
 	}
 	for _, rel := range plan.Deleted {
 		f, err := memlayout.Resolve(agent, rel)
