@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // longDecisions is decisions.md after n decisions and n evicted facts: the
@@ -41,6 +42,27 @@ func BenchmarkParseDecisions(b *testing.B) {
 		b.SetBytes(int64(len(md)))
 		for b.Loop() {
 			CountDecisions(md)
+		}
+	})
+}
+
+// BenchmarkDecisionEdits: what an apply does to a 180 KB decisions.md — an
+// eviction record appended to "Evicted facts", a decision added.
+func BenchmarkDecisionEdits(b *testing.B) {
+	md := longDecisions(b, 400)
+	date := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	b.Run(fmt.Sprintf("evicted/%dKB", len(md)>>10), func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			AppendToDecisionsSection(md, "a1", SectionEvictedFacts, []string{"- a fact evicted now _(evicted 2026-11-27: over limit)_"})
+		}
+	})
+	b.Run(fmt.Sprintf("decision/%dKB", len(md)>>10), func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := AddDecision(md, "a1", Decision{Title: "Move the queue", Context: "c", Decision: "d", Rationale: "r", Consequences: "q"}, date); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

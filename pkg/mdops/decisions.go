@@ -3,6 +3,7 @@ package mdops
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -186,39 +187,43 @@ func decisionHead(d *doc, i int) (title string, date time.Time, ok bool) {
 func decisionEntries(d *doc) []decisionEntry {
 	var out []decisionEntry
 	for i := range d.lines {
-		title, date, ok := decisionHead(d, i)
-		if !ok {
-			continue
+		if title, date, ok := decisionHead(d, i); ok {
+			out = append(out, parseEntry(d, i, title, date))
 		}
-		e := decisionEntry{dec: Decision{Title: title, Date: date}, start: i, end: d.sectionEnd(i, 2)}
-		var cur *string
-		var buf []string
-		flush := func() {
-			if cur != nil {
-				*cur = strings.TrimSpace(strings.Join(buf, "\n"))
-			}
-			buf = nil
-		}
-		for j := i + 1; j < e.end; j++ {
-			l := d.lines[j]
-			if !d.fence[j] {
-				if label, value, ok := parseFieldLine(l); ok {
-					if f := decisionField(&e.dec, label); f != nil {
-						flush()
-						cur = f
-						buf = []string{value}
-						continue
-					}
-				}
-			}
-			if cur != nil {
-				buf = append(buf, l)
-			}
-		}
-		flush()
-		out = append(out, e)
 	}
 	return out
+}
+
+// parseEntry parses the fields of the entry whose heading (title, date) is
+// line i of d.
+func parseEntry(d *doc, i int, title string, date time.Time) decisionEntry {
+	e := decisionEntry{dec: Decision{Title: title, Date: date}, start: i, end: d.sectionEnd(i, 2)}
+	var cur *string
+	var buf []string
+	flush := func() {
+		if cur != nil {
+			*cur = strings.TrimSpace(strings.Join(buf, "\n"))
+		}
+		buf = nil
+	}
+	for j := i + 1; j < e.end; j++ {
+		l := d.lines[j]
+		if !d.fence[j] {
+			if label, value, ok := parseFieldLine(l); ok {
+				if f := decisionField(&e.dec, label); f != nil {
+					flush()
+					cur = f
+					buf = []string{value}
+					continue
+				}
+			}
+		}
+		if cur != nil {
+			buf = append(buf, l)
+		}
+	}
+	flush()
+	return e
 }
 
 // LastDecisions returns the n newest decisions, newest first: by date, and
@@ -291,10 +296,20 @@ func AddDecision(md, agentID string, d Decision, date time.Time) (string, error)
 
 	doc := newDoc(md)
 	doc.closeFence()
-	entries := decisionEntries(doc)
-	for _, e := range entries {
-		x := e.dec
-		if x.Date.Equal(d.Date) && x.Title == d.Title && x.Status == d.Status && x.Context == d.Context &&
+	// Only an entry of the same day and title can be the same entry: the
+	// others' fields are not parsed (the file grows all an agent's life).
+	lastEnd := -1 // the end of the last entry, where the new one goes
+	for i := range doc.lines {
+		title, date, ok := decisionHead(doc, i)
+		if !ok {
+			continue
+		}
+		lastEnd = doc.sectionEnd(i, 2)
+		if !date.Equal(d.Date) || title != d.Title {
+			continue
+		}
+		x := parseEntry(doc, i, title, date).dec
+		if x.Status == d.Status && x.Context == d.Context &&
 			x.Decision == d.Decision && x.Rationale == d.Rationale && x.Consequences == d.Consequences && x.RunID == d.RunID {
 			return doc.render(), nil
 		}
@@ -316,8 +331,8 @@ func AddDecision(md, agentID string, d Decision, date time.Time) (string, error)
 		}
 	}
 	pos := len(doc.lines)
-	if len(entries) > 0 {
-		pos = entries[len(entries)-1].end
+	if lastEnd >= 0 {
+		pos = lastEnd
 	} else {
 		for i := range doc.lines {
 			if lvl, _, ok := doc.heading(i); ok && lvl == 2 {
@@ -422,13 +437,20 @@ func AppendToDecisionsSection(decisionsMD, agentID, section string, lines []stri
 	d := newDoc(decisionsMD)
 	d.closeFence()
 	start, end, found := d.findH2(titleMatcher(section))
-	present := map[string]bool{}
-	if found {
-		for i := start + 1; i < end; i++ {
-			present[strings.TrimSpace(d.lines[i])] = true
-		}
-	}
+	// present reports whether the section already has line l (trimmed) or
+	// it is being added: a scan, not a set of the section's lines, since an
+	// apply adds a few entries to a section that grows all an agent's life.
 	var add []string
+	present := func(l string) bool {
+		if found {
+			for i := start + 1; i < end; i++ {
+				if strings.TrimSpace(d.lines[i]) == l {
+					return true
+				}
+			}
+		}
+		return slices.Contains(add, l)
+	}
 	for _, entry := range lines {
 		// An entry is one bullet, kept as written (a fact evicted verbatim),
 		// with its continuation lines indented under it.
@@ -438,10 +460,9 @@ func AppendToDecisionsSection(decisionsMD, agentID, section string, lines []stri
 			continue
 		}
 		first = "- " + first
-		if present[first] {
+		if present(first) {
 			continue
 		}
-		present[first] = true
 		var more []string
 		for _, l := range Lines(rest) {
 			if strings.TrimSpace(l) == "" {

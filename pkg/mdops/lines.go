@@ -48,7 +48,19 @@ func render(lines []string) string {
 	if end == 0 {
 		return ""
 	}
-	return strings.Join(lines[:end], "\n") + "\n"
+	// One copy: Join and then + "\n" copied the file twice, and decisions.md
+	// is rendered at every apply that evicts, all an agent's life.
+	n := end // the newlines
+	for _, l := range lines[:end] {
+		n += len(l)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, l := range lines[:end] {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // collapseSpace trims s and folds every run of whitespace (newlines
