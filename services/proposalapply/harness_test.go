@@ -217,6 +217,17 @@ func (e *env) commitCount() int {
 	return c
 }
 
+// requireCommitCountStays fails the test if main's commit count is not
+// want at any moment within d. It polls on the test's goroutine: testify's
+// Never calls its condition on another one, which could still be running
+// git after the test (and its temp dir) had ended, a panic.
+func (e *env) requireCommitCountStays(want int, d time.Duration) {
+	e.t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		require.Equal(e.t, want, e.commitCount())
+	}
+}
+
 func ver(v int32) *int32 { return &v }
 
 func appendFact(section, content string) *memoryv1.FileUpdate {

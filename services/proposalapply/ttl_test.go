@@ -223,13 +223,13 @@ func TestSchedulerAppliesExpiryActionsInOneCommit(t *testing.T) {
 	require.Contains(t, msg, "Auto-approved: true")
 
 	// The markers say it is done: later ticks change nothing…
-	require.Never(t, func() bool { return e.commitCount() != commits+1 }, 300*time.Millisecond, 10*time.Millisecond)
+	e.requireCommitCountStays(commits+1, 300*time.Millisecond)
 	// …until the next TTL runs out.
 	e.clock.Advance(24 * time.Hour)
 	require.Eventually(t, func() bool { return e.commitCount() == commits+2 }, 20*time.Second, 10*time.Millisecond)
 	require.NoError(t, e.svc.WaitIdle(context.Background()))
 	require.NotContains(t, e.file("sch", "facts.md"), "Argo")
-	require.Never(t, func() bool { return e.commitCount() != commits+2 }, 200*time.Millisecond, 10*time.Millisecond)
+	e.requireCommitCountStays(commits+2, 200*time.Millisecond)
 }
 
 // One proposal per agent, each its own commit touching only that agent.
