@@ -114,15 +114,14 @@ func (s *Service) diffRange(ctx context.Context, agent, from, to string, files [
 		if commit.IsZero() {
 			return nil, nil
 		}
-		data, err := repo.ReadFile(ctx, commit, path)
+		text, _, err := repo.ReadTextBlob(ctx, commit, path)
 		if errors.Is(err, memrepo.ErrFileNotFound) {
 			return nil, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		s := string(data)
-		return &s, nil
+		return &text, nil
 	}
 	for _, p := range paths {
 		rel := relOf(agent, p)
