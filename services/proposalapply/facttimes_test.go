@@ -140,6 +140,8 @@ func TestFactIndexHoldsOnlyFactsInFactsMD(t *testing.T) {
 	apply := func(run, facts string) {
 		resp := e.propose(&memoryv1.ProposeRequest{AgentId: "fi", RunId: run, Updates: []*memoryv1.FileUpdate{appendFact("Domain", facts)}})
 		e.waitApplied(resp.GetProposalId())
+		// The index is updated after the outcome is recorded.
+		require.NoError(t, e.svc.WaitIdle(ctx))
 	}
 	report := func(texts ...string) int32 {
 		req := &memoryv1.ReportFactUsageRequest{AgentId: "fi"}
@@ -158,7 +160,10 @@ func TestFactIndexHoldsOnlyFactsInFactsMD(t *testing.T) {
 		return hs
 	}
 	records := func() []string {
-		doc, err := e.svc.facts.load(ctx, "fi")
+		f := e.svc.facts
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		doc, err := f.load(ctx, "fi")
 		require.NoError(t, err)
 		return slices.Collect(maps.Keys(doc.Facts))
 	}
