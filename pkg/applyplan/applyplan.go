@@ -87,9 +87,9 @@ type Plan struct {
 	Message string
 	// Files are the proposal's files, as listed in the commit message.
 	Files []string
-	// AddedFacts are fact texts this commit added, RemovedFacts those it
-	// removed on request (for the fact index).
-	AddedFacts, RemovedFacts []string
+	// AddedFacts are fact texts this commit added (for the fact index,
+	// which drops the records of facts gone from facts.md by itself).
+	AddedFacts []string
 	// EvictedFacts are the facts moved to decisions.md § "Evicted facts",
 	// verbatim, in eviction order.
 	EvictedFacts []string

@@ -146,7 +146,6 @@ func (b *builder) removeFact(i int, u *memoryv1.FileUpdate, cur string) (edit, e
 	if err != nil {
 		return edit{}, mdopsInvalid(i, "content", fmt.Errorf("fact %q: %w", firstLine(u.GetContent()), err))
 	}
-	b.plan.RemovedFacts = append(b.plan.RemovedFacts, newFacts(mdops.ParseFacts(next), mdops.ParseFacts(cur))...)
 	return edit{next: next, what: "1 fact removed"}, nil
 }
 
