@@ -379,16 +379,16 @@ func (p *parser) split(kind string, start, end int, headings []string) {
 	add := func(text string, s, e int) {
 		p.out = append(p.out, Chunk{Text: text, StartLine: s + 1, EndLine: e + 1, Headings: cloneStrings(headings), Kind: kind})
 	}
-	var buf []string
-	bufStart, size := 0, 0
+	// The piece being packed is lines [bufStart, bufStart+count).
+	bufStart, count, size := 0, 0, 0
 	flush := func() {
-		for len(buf) > 0 && isBlank(buf[len(buf)-1]) {
-			buf = buf[:len(buf)-1]
+		for count > 0 && isBlank(p.lines[bufStart+count-1]) {
+			count--
 		}
-		if len(buf) > 0 {
-			add(p.text(bufStart, bufStart+len(buf)-1), bufStart, bufStart+len(buf)-1)
+		if count > 0 {
+			add(p.text(bufStart, bufStart+count-1), bufStart, bufStart+count-1)
 		}
-		buf, size = nil, 0
+		count, size = 0, 0
 	}
 	for j := start; j <= end; j++ {
 		l := p.lines[j]
@@ -400,10 +400,10 @@ func (p *parser) split(kind string, start, end int, headings []string) {
 			}
 			continue
 		}
-		if len(buf) > 0 && size+1+n > p.limit {
+		if count > 0 && size+1+n > p.limit {
 			flush()
 		}
-		if len(buf) == 0 {
+		if count == 0 {
 			if isBlank(l) {
 				continue // pieces never start with a blank line
 			}
@@ -411,7 +411,7 @@ func (p *parser) split(kind string, start, end int, headings []string) {
 		} else {
 			size += 1 + n
 		}
-		buf = append(buf, l)
+		count++
 	}
 	flush()
 }
